@@ -1,0 +1,92 @@
+#include "qkv/tensor/tensor.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <numeric>
+
+namespace qkv {
+namespace {
+
+Tensor iota(const Shape& s) {
+  std::vector<float> v(size_t(s.numel()));
+  std::iota(v.begin(), v.end(), 0.0f);
+  return Tensor::from(s, v);
+}
+
+TEST(Shape, BasicsAndErrors) {
+  const Shape s{2, 3, 4};
+  EXPECT_EQ(s.rank(), 3);
+  EXPECT_EQ(s.numel(), 24);
+  EXPECT_EQ(s.rows(), 6);
+  EXPECT_EQ(s.dim(-1), 4);
+  EXPECT_EQ(s.str(), "[2, 3, 4]");
+  EXPECT_THROW(s.dim(3), ShapeError);
+  EXPECT_THROW((Shape{2, -1}), ShapeError);
+  EXPECT_THROW((Shape{1, 2, 3, 4, 5, 6, 7, 8, 9}), ShapeError);
+  EXPECT_THROW((Shape{INT64_MAX, 4}.numel()), ShapeError);
+  EXPECT_EQ(Shape{}.numel(), 1);
+}
+
+TEST(Tensor, CreationIsAlignedAndFilled) {
+  Tensor z = Tensor::zeros({3, 5});
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(z.data<float>()) % 64, 0u);
+  for (float v : z.to_vector<float>()) EXPECT_EQ(v, 0.0f);
+  Tensor f = Tensor::full({2}, 2.5, DType::F64);
+  EXPECT_EQ(f.to_vector<double>(), (std::vector<double>{2.5, 2.5}));
+  EXPECT_THROW(Tensor::from({2, 2}, std::vector<float>{1, 2, 3}), ShapeError);
+  EXPECT_TRUE(Tensor::empty({0, 4}).defined());
+  EXPECT_FALSE(Tensor().defined());
+}
+
+TEST(Tensor, WrongDTypeAccessThrows) {
+  Tensor t = Tensor::zeros({2});
+  EXPECT_THROW(t.data<double>(), ValueError);
+}
+
+TEST(Tensor, TransposeIsAStridedViewSharingStorage) {
+  Tensor t = iota({2, 3});
+  Tensor tt = t.transpose(0, 1);
+  EXPECT_EQ(tt.shape(), (Shape{3, 2}));
+  EXPECT_FALSE(tt.is_contiguous());
+  EXPECT_EQ(tt.at<float>({2, 1}), 5.0f);
+  t.at<float>({1, 2}) = 50.0f;
+  EXPECT_EQ(tt.at<float>({2, 1}), 50.0f);
+  EXPECT_EQ(tt.contiguous().to_vector<float>(), (std::vector<float>{0, 3, 1, 4, 2, 50}));
+}
+
+TEST(Tensor, SliceAndReshape) {
+  Tensor t = iota({4, 3});
+  Tensor s = t.slice(0, 1, 3);
+  EXPECT_EQ(s.shape(), (Shape{2, 3}));
+  EXPECT_EQ(s.to_vector<float>(), (std::vector<float>{3, 4, 5, 6, 7, 8}));
+  Tensor c = t.slice(1, 1, 2);
+  EXPECT_FALSE(c.is_contiguous());
+  EXPECT_EQ(c.to_vector<float>(), (std::vector<float>{1, 4, 7, 10}));
+  EXPECT_EQ(t.reshape({2, 6}).at<float>({1, 0}), 6.0f);
+  EXPECT_THROW(t.reshape({5, 2}), ShapeError);
+  EXPECT_THROW(c.reshape({4}), ShapeError);
+  EXPECT_THROW(t.slice(0, 2, 5), IndexError);
+  EXPECT_THROW(t.at<float>({4, 0}), IndexError);
+}
+
+TEST(Tensor, ConversionRoundTrips) {
+  Tensor t = iota({3, 2, 2}).transpose(0, 2);
+  Tensor d = t.to(DType::F64);
+  EXPECT_EQ(d.dtype(), DType::F64);
+  EXPECT_EQ(d.to(DType::F32).to_vector<float>(), t.contiguous().to_vector<float>());
+}
+
+TEST(Tensor, ShapeErrorNamesBothShapes) {
+  Tensor a = Tensor::zeros({2, 3}), b = Tensor::zeros({3, 2});
+  try {
+    copy_into(a, b);
+    FAIL();
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("f32[2, 3]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("f32[3, 2]"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace qkv
