@@ -1,0 +1,44 @@
+// Reference twin of kernels/gemm.h: the plain triple loop, double accumulation.
+#pragma once
+
+#include <cstdint>
+
+namespace qkv::kernels {
+
+struct GemmSpec {
+  bool trans_a = false;  // A stored (k, m) and used transposed
+  bool trans_b = false;  // B stored (n, k) and used transposed
+  int64_t m = 0, n = 0, k = 0;
+  double alpha = 1.0, beta = 0.0;  // beta == 0 overwrites C (NaNs in C are not kept)
+  int64_t lda = 0, ldb = 0, ldc = 0;
+};
+
+struct BatchStrides {
+  int64_t batch = 1;
+  int64_t a = 0, b = 0, c = 0;  // elements between consecutive matrices
+};
+
+namespace ref {
+
+template <class T>
+void gemm(const GemmSpec& s, const T* a, const T* b, T* c) noexcept {
+  for (int64_t i = 0; i < s.m; ++i)
+    for (int64_t j = 0; j < s.n; ++j) {
+      double acc = 0;
+      for (int64_t p = 0; p < s.k; ++p) {
+        const double av = s.trans_a ? a[p * s.lda + i] : a[i * s.lda + p];
+        const double bv = s.trans_b ? b[j * s.ldb + p] : b[p * s.ldb + j];
+        acc += av * bv;
+      }
+      T& out = c[i * s.ldc + j];
+      out = T(s.alpha * acc + (s.beta == 0.0 ? 0.0 : s.beta * double(out)));
+    }
+}
+
+template <class T>
+void gemm_batched(const GemmSpec& s, const BatchStrides& st, const T* a, const T* b, T* c) noexcept {
+  for (int64_t i = 0; i < st.batch; ++i) gemm(s, a + i * st.a, b + i * st.b, c + i * st.c);
+}
+
+}  // namespace ref
+}  // namespace qkv::kernels
