@@ -1,7 +1,8 @@
 // Which SIMD instruction set the kernels run on.
 //
-// Kernels are compiled for several targets (Highway dynamic dispatch: the portable
-// EMU128 fallback, AVX2+FMA, AVX-512) and the best one the CPU supports is picked at
+// Kernels are compiled for several targets (Highway dynamic dispatch: a portable
+// fallback -- SCALAR with GCC 12.2, where Highway 1.0.3 deems EMU128 broken, EMU128 with
+// newer compilers -- AVX2+FMA and AVX-512) and the best one the CPU supports is picked at
 // run time, so one binary is correct on any x86-64 and fast where AVX-512 exists.
 // Tests and benchmarks can pin a target to check every one of them.
 #pragma once
@@ -14,7 +15,7 @@ namespace qkv::kernels {
 
 struct SimdTarget {
   int64_t bits;      // Highway's target bit
-  std::string name;  // "AVX3", "AVX2", "EMU128", ...
+  std::string name;  // "AVX3", "AVX2", "SCALAR" or "EMU128"
 };
 
 // Targets compiled into qkv that this CPU can run, best first.
