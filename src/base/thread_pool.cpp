@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <charconv>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -60,6 +61,7 @@ class ThreadPool {
       std::lock_guard lock(mutex_);
       job_ = &job;
       ++generation_;
+      published_.store(generation_, std::memory_order_release);
     }
     wake_.notify_all();
     work_on(job);
@@ -99,10 +101,26 @@ class ThreadPool {
     }
   }
 
+  // Spins briefly before sleeping: training runs many short kernels back to back, and
+  // waking a sleeping thread through the kernel costs tens of microseconds each time.
+  void spin_for_next_job(uint64_t seen) const noexcept {
+    const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+    for (int i = 0;; ++i) {
+      if (published_.load(std::memory_order_acquire) != seen) return;
+      if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) return;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+  }
+
   void worker_loop() {
     uint64_t seen = 0;
     std::unique_lock lock(mutex_);
     for (;;) {
+      lock.unlock();
+      spin_for_next_job(seen);
+      lock.lock();
       wake_.wait(lock, [&] { return stopping_ || (generation_ != seen && job_ != nullptr); });
       if (stopping_) return;
       seen = generation_;
@@ -121,7 +139,9 @@ class ThreadPool {
   std::condition_variable wake_, done_;
   Job* job_ = nullptr;
   uint64_t generation_ = 0;
+  std::atomic<uint64_t> published_{0};  // generation_, readable without the mutex
   bool stopping_ = false;
+  static constexpr std::chrono::microseconds kSpinTime{50};
 };
 
 int parse_thread_count(std::string_view text, std::string_view source) {
@@ -169,9 +189,15 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, ChunkFn fn) {
   QKV_CHECK(grain >= 1, ValueError, "parallel_for: grain must be >= 1, got ", grain);
   if (end <= begin) return;
   if (t_in_region || num_chunks(begin, end, grain) == 1) return run_serially(begin, end, grain, fn);
-  ThreadPool& pool = global_pool();
-  if (pool.size() == 1) return run_serially(begin, end, grain, fn);
-  pool.run(begin, end, grain, fn);
+  ThreadPool* pool = nullptr;
+  try {
+    pool = &global_pool();
+  } catch (const ConfigError&) {
+    // A malformed QKV_NUM_THREADS: num_threads()/set_num_threads() report it to the
+    // caller; noexcept kernels calling here must not terminate, so they run serially.
+  }
+  if (pool == nullptr || pool->size() == 1) return run_serially(begin, end, grain, fn);
+  pool->run(begin, end, grain, fn);
 }
 
 }  // namespace qkv

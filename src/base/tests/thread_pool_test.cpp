@@ -4,6 +4,9 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <string>
+#include <thread>
 #include <stdexcept>
 #include <vector>
 
