@@ -1,0 +1,30 @@
+// Private: how a differentiable function puts itself on the tape.
+#pragma once
+
+#include <functional>
+#include <initializer_list>
+
+#include "qkv/autograd/registry.h"
+#include "qkv/autograd/variable.h"
+
+namespace qkv::autograd::detail {
+
+// Called with the output's gradient dy; accumulates into the inputs (via accumulate()).
+using BackwardFn = std::function<void(const Tensor& dy)>;
+
+// Wraps `value` as the op's output. When grad mode is on and any input requires grad, the
+// output requires grad and an entry (op name, backward) is appended to the tape.
+Variable record(const OpRegistration& op, Tensor value, std::initializer_list<Variable> inputs,
+                BackwardFn backward);
+
+// input.grad += g when the input requires grad (constants are skipped).
+inline void accumulate(const Variable& input, const TensorView& g) {
+  if (input.requires_grad()) input.accumulate_grad(g);
+}
+
+// Anchors, one per function file, referenced by registered_ops() so a static link keeps
+// every file (and thereby its OpRegistration objects).
+void link_linear_functions();
+void link_nn_functions();
+
+}  // namespace qkv::autograd::detail

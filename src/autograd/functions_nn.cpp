@@ -1,0 +1,98 @@
+// Differentiable activations, softmax, layer norm, embedding, cross-entropy and dropout.
+#include "detail/record.h"
+#include "qkv/autograd/functions.h"
+#include "qkv/ops/embedding.h"
+#include "qkv/ops/layer_norm.h"
+
+namespace qkv::autograd {
+namespace {
+
+const OpRegistration kTanh("tanh");
+const OpRegistration kSigmoid("sigmoid");
+const OpRegistration kRelu("relu");
+const OpRegistration kGelu("gelu");
+const OpRegistration kSoftmax("softmax");
+const OpRegistration kLogSoftmax("log_softmax");
+const OpRegistration kLayerNorm("layer_norm");
+const OpRegistration kEmbedding("embedding");
+const OpRegistration kCrossEntropy("cross_entropy");
+const OpRegistration kDropout("dropout");
+
+Variable activation(const OpRegistration& op, ops::Activation f, const Variable& x) {
+  Tensor y = ops::activation(f, x.value());
+  // Saves y as well as x: tanh' and sigmoid' are cheapest from the output.
+  return detail::record(op, y, {x}, [x, y, f](const Tensor& dy) {
+    detail::accumulate(x, ops::activation_backward(f, dy, x.value(), y));
+  });
+}
+
+}  // namespace
+
+namespace detail {
+void link_nn_functions() {}
+}  // namespace detail
+
+using detail::accumulate;
+
+Variable tanh(const Variable& x) {
+  return activation(kTanh, ops::Activation::Tanh, x);
+}
+Variable sigmoid(const Variable& x) {
+  return activation(kSigmoid, ops::Activation::Sigmoid, x);
+}
+Variable relu(const Variable& x) {
+  return activation(kRelu, ops::Activation::Relu, x);
+}
+Variable gelu(const Variable& x) {
+  return activation(kGelu, ops::Activation::Gelu, x);
+}
+
+Variable softmax(const Variable& x, const ops::SoftmaxMask& mask) {
+  Tensor y = ops::softmax(x.value(), mask);
+  // Backward needs only y: masked positions have y = 0 and so get no gradient.
+  return detail::record(kSoftmax, y, {x},
+                        [x, y](const Tensor& dy) { accumulate(x, ops::softmax_backward(dy, y)); });
+}
+
+Variable log_softmax(const Variable& x, const ops::SoftmaxMask& mask) {
+  Tensor y = ops::log_softmax(x.value(), mask);
+  return detail::record(kLogSoftmax, y, {x}, [x, y](const Tensor& dy) {
+    accumulate(x, ops::log_softmax_backward(dy, y));
+  });
+}
+
+Variable layer_norm(const Variable& x, const Variable& gamma, const Variable& beta, double eps) {
+  ops::LayerNormResult r = ops::layer_norm(x.value(), gamma.value(), beta.value(), eps);
+  return detail::record(kLayerNorm, r.y, {x, gamma, beta},
+                        [x, gamma, beta, mean = r.mean, rstd = r.rstd](const Tensor& dy) {
+                          const ops::LayerNormGradients g =
+                              ops::layer_norm_backward(dy, x.value(), gamma.value(), mean, rstd);
+                          accumulate(x, g.dx);
+                          accumulate(gamma, g.dgamma);
+                          accumulate(beta, g.dbeta);
+                        });
+}
+
+Variable embedding(const Variable& table, const Tensor& ids) {
+  return detail::record(kEmbedding, ops::embedding(table.value(), ids), {table},
+                        [table, ids](const Tensor& dy) {
+                          accumulate(table, ops::embedding_backward(dy, ids, table.value().dim(0)));
+                        });
+}
+
+Variable cross_entropy(const Variable& logits, const Tensor& targets,
+                       const ops::CrossEntropyOptions& options) {
+  ops::CrossEntropyResult r = ops::cross_entropy(logits.value(), targets, options);
+  return detail::record(
+      kCrossEntropy, r.loss, {logits}, [logits, targets, options, lse = r.lse](const Tensor& dy) {
+        accumulate(logits, ops::cross_entropy_backward(dy, logits.value(), targets, lse, options));
+      });
+}
+
+Variable dropout(const Variable& x, const ops::DropoutOptions& options) {
+  return detail::record(
+      kDropout, ops::dropout(x.value(), options), {x},
+      [x, options](const Tensor& dy) { accumulate(x, ops::dropout_backward(dy, options)); });
+}
+
+}  // namespace qkv::autograd

@@ -1,0 +1,58 @@
+// Differentiable functions: each mirrors an op in qkv/ops (same arguments, same shapes,
+// same errors) on Variables, and records its backward on the tape (see variable.h). The
+// registry name of each function is its C++ name.
+#pragma once
+
+#include "qkv/autograd/variable.h"
+#include "qkv/ops/activation.h"
+#include "qkv/ops/cross_entropy.h"
+#include "qkv/ops/dropout.h"
+#include "qkv/ops/matmul.h"
+#include "qkv/ops/softmax.h"
+
+namespace qkv::autograd {
+
+// ---- linear algebra, elementwise, reductions, shapes (functions_linear.cpp) ----
+
+// a [..., M, K], b [..., K, N] (see ops::matmul for the transpose flags) -> [..., M, N].
+Variable matmul(const Variable& a, const Variable& b, const ops::MatmulOptions& options = {});
+// a, b [...] equal shapes -> [...].
+Variable add(const Variable& a, const Variable& b);
+Variable sub(const Variable& a, const Variable& b);
+Variable mul(const Variable& a, const Variable& b);
+// x [...] -> s · x.
+Variable scale(const Variable& x, double s);
+// x [..., C], bias [C] -> x + bias.
+Variable add_bias(const Variable& x, const Variable& bias);
+// x [...] -> [] (sum / mean of all elements).
+Variable sum(const Variable& x);
+Variable mean(const Variable& x);
+// x [..., C] -> [...].
+Variable sum_last(const Variable& x);
+// x -> a view with axes a and b swapped.
+Variable transpose(const Variable& x, int axis_a, int axis_b);
+// x -> x with `shape` (equal element count).
+Variable reshape(const Variable& x, const Shape& shape);
+
+// ---- neural-network ops (functions_nn.cpp) ----
+
+// x [...] -> [...].
+Variable tanh(const Variable& x);
+Variable sigmoid(const Variable& x);
+Variable relu(const Variable& x);
+Variable gelu(const Variable& x);
+// x [..., C] -> [..., C]. The mask is a constant (no gradient into its bias).
+Variable softmax(const Variable& x, const ops::SoftmaxMask& mask = {});
+Variable log_softmax(const Variable& x, const ops::SoftmaxMask& mask = {});
+// x [..., C], gamma [C], beta [C] -> [..., C].
+Variable layer_norm(const Variable& x, const Variable& gamma, const Variable& beta,
+                    double eps = 1e-5);
+// table [V, E], ids [...] (integer ids as floats; a constant) -> [..., E].
+Variable embedding(const Variable& table, const Tensor& ids);
+// logits [..., V], targets [...] (class ids as floats; a constant) -> [] mean loss.
+Variable cross_entropy(const Variable& logits, const Tensor& targets,
+                       const ops::CrossEntropyOptions& options = {});
+// x [...] -> [...] with inverted dropout (mask regenerated in backward from the options).
+Variable dropout(const Variable& x, const ops::DropoutOptions& options);
+
+}  // namespace qkv::autograd

@@ -1,0 +1,80 @@
+// A thin reverse-mode tape over the ops layer.
+//
+// A Variable is a shared handle to (value, grad, requires_grad). A differentiable
+// function (functions.h) computes its value with the ops forward and, when grad mode is
+// on and some input requires grad, appends one tape entry: the op's name and a closure
+// that calls the ops backward and accumulates into the inputs' grads. The tape only
+// records which backward to call; all math lives in ops.
+//
+// The tape and the grad mode are per thread. backward(loss) runs the entries recorded on
+// the calling thread in reverse and then CLEARS the tape: a graph is differentiated once,
+// like PyTorch without retain_graph. Gradients of leaves accumulate across backward calls
+// until zero_grad(). Intermediate results keep their gradients too (for inspection); they
+// are freed with the Variables. A forward run in grad mode that is never differentiated
+// keeps its entries (and their saved tensors) until clear_tape() or the next backward().
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "qkv/tensor/tensor.h"
+
+namespace qkv::autograd {
+
+class Variable {
+ public:
+  Variable() = default;  // undefined handle
+  explicit Variable(Tensor value, bool requires_grad = false);
+
+  bool defined() const noexcept { return node_ != nullptr; }
+  const Tensor& value() const;
+  // Shaped like value(); undefined (defined() == false) until a backward reaches it.
+  const Tensor& grad() const;
+  bool requires_grad() const;
+  void set_requires_grad(bool requires_grad) const;
+  // Drops the gradient (the next accumulation starts from zero).
+  void zero_grad() const;
+  // grad += g (first call stores a contiguous copy). g must match value's shape and
+  // dtype, else ShapeError / ValueError.
+  void accumulate_grad(const TensorView& g) const;
+
+  // True when both handles refer to the same variable.
+  bool same_as(const Variable& other) const noexcept { return node_ == other.node_; }
+
+ private:
+  struct Node {
+    Tensor value;
+    Tensor grad;
+    bool requires_grad = false;
+  };
+  Node& node() const;
+  std::shared_ptr<Node> node_;
+};
+
+// Whether differentiable functions record on this thread (default true).
+bool grad_mode_enabled() noexcept;
+
+// RAII: disables recording on this thread for its lifetime (evaluation, gradient checks,
+// optimizer updates); restores the previous mode on destruction.
+class NoGradGuard {
+ public:
+  NoGradGuard() noexcept;
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// Seeds d(loss)/d(loss) = 1 and runs this thread's tape in reverse, accumulating into
+// every variable that requires grad; then clears the tape (also when a backward throws).
+// loss must hold exactly one element (else ShapeError) and require grad (else ValueError).
+void backward(const Variable& loss);
+
+// Entries on this thread's tape (for tests and diagnostics), and discarding them
+// (a forward pass whose graph will not be differentiated).
+std::size_t tape_size() noexcept;
+void clear_tape() noexcept;
+
+}  // namespace qkv::autograd

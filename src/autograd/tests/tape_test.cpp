@@ -1,0 +1,108 @@
+// The tape records only what it must, accumulates, and refuses non-scalar losses.
+#include <thread>
+
+#include "qkv/autograd/functions.h"
+#include "test_util.h"
+
+namespace qkv::autograd {
+namespace {
+
+using qkv::testing::random_tensor;
+using qkv::testing::throws_with;
+
+Variable leaf(const Shape& s, uint64_t seed) {
+  return Variable(random_tensor(s, DType::F64, seed), true);
+}
+
+TEST(Tape, NoGradGuardRecordsNothing) {
+  clear_tape();
+  const Variable x = leaf({3}, 1);
+  {
+    const NoGradGuard guard;
+    EXPECT_FALSE(grad_mode_enabled());
+    const Variable y = sum(tanh(x));
+    EXPECT_EQ(tape_size(), 0u);
+    EXPECT_FALSE(y.requires_grad());
+    EXPECT_TRUE(throws_with<ValueError>([&] { backward(y); }, {"does not require grad"}));
+  }
+  EXPECT_TRUE(grad_mode_enabled());
+  const Variable y = sum(tanh(x));
+  EXPECT_EQ(tape_size(), 2u);
+  clear_tape();
+}
+
+TEST(Tape, ConstantsAreNotRecorded) {
+  clear_tape();
+  const Variable c(random_tensor({3}, DType::F64, 2), false);
+  const Variable y = sum(mul(c, c));
+  EXPECT_EQ(tape_size(), 0u);
+  EXPECT_FALSE(y.requires_grad());
+}
+
+TEST(Tape, GradientsAccumulateWhenAVariableIsUsedTwice) {
+  const Variable x = leaf({4}, 3);
+  backward(sum(add(x, x)));  // d/dx Σ (x + x) = 2
+  for (double g : x.grad().to_vector<double>()) EXPECT_EQ(g, 2.0);
+  backward(sum(mul(x, x)));  // + 2x, accumulated onto the previous gradient
+  const std::vector<double> xs = x.value().to_vector<double>(), gs = x.grad().to_vector<double>();
+  for (size_t i = 0; i < xs.size(); ++i) EXPECT_DOUBLE_EQ(gs[i], 2.0 + 2.0 * xs[i]);
+  x.zero_grad();
+  EXPECT_FALSE(x.grad().defined());
+}
+
+TEST(Tape, BackwardClearsTheTapeAndSkipsUnrelatedEntries) {
+  clear_tape();
+  const Variable x = leaf({2}, 4), unrelated = leaf({2}, 5);
+  const Variable other = tanh(unrelated);
+  const Variable loss = sum(x);
+  EXPECT_EQ(tape_size(), 2u);
+  backward(loss);
+  EXPECT_EQ(tape_size(), 0u);
+  EXPECT_FALSE(unrelated.grad().defined());
+  EXPECT_TRUE(x.grad().defined());
+}
+
+TEST(Tape, BackwardOnNonScalarThrowsShapeError) {
+  const Variable y = tanh(leaf({2, 3}, 6));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { backward(y); }, {"f64[2, 3]", "one element"}));
+  clear_tape();
+}
+
+TEST(Tape, OneElementNonScalarLossIsAccepted) {
+  const Variable x = leaf({1, 1}, 7);
+  backward(tanh(x));
+  EXPECT_TRUE(x.grad().defined());
+}
+
+TEST(Tape, TapeAndGradModeArePerThread) {
+  clear_tape();
+  const Variable x = leaf({2}, 8);
+  const NoGradGuard guard;  // only this thread
+  std::size_t recorded_there = 0;
+  std::thread([&] {
+    const Variable y = sum(x);
+    recorded_there = tape_size();
+    backward(y);
+  }).join();
+  EXPECT_EQ(recorded_there, 1u);
+  EXPECT_EQ(tape_size(), 0u);
+  EXPECT_TRUE(x.grad().defined());
+}
+
+TEST(Tape, GradientOfATransposedViewIsStoredContiguous) {
+  const Variable x = leaf({2, 3}, 9);
+  const Variable w(random_tensor({3, 2}, DType::F64, 10), false);
+  backward(sum(mul(transpose(x, 0, 1), w)));
+  ASSERT_TRUE(x.grad().is_contiguous());
+  EXPECT_TRUE(qkv::testing::bitwise_equal(x.grad(), w.value().transpose(0, 1)));
+}
+
+TEST(Tape, VariableChecksGradientShape) {
+  const Variable x = leaf({2}, 11);
+  EXPECT_TRUE(throws_with<ShapeError>([&] { x.accumulate_grad(random_tensor({3}, DType::F64, 1)); },
+                                      {"f64[3]", "f64[2]"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { Variable().value(); }, {"undefined"}));
+}
+
+}  // namespace
+}  // namespace qkv::autograd

@@ -1,0 +1,110 @@
+#include "qkv/autograd/variable.h"
+
+#include <string_view>
+#include <vector>
+
+#include "detail/record.h"
+#include "qkv/ops/elementwise.h"
+
+namespace qkv::autograd {
+namespace {
+
+struct TapeEntry {
+  std::string_view op;
+  Variable output;
+  detail::BackwardFn backward;
+};
+
+thread_local std::vector<TapeEntry> tape;
+thread_local bool grad_mode = true;
+
+}  // namespace
+
+Variable::Variable(Tensor value, bool requires_grad)
+    : node_(std::make_shared<Node>(Node{std::move(value), Tensor(), requires_grad})) {}
+
+Variable::Node& Variable::node() const {
+  QKV_CHECK(node_ != nullptr, ValueError, "use of an undefined Variable");
+  return *node_;
+}
+
+const Tensor& Variable::value() const {
+  return node().value;
+}
+const Tensor& Variable::grad() const {
+  return node().grad;
+}
+bool Variable::requires_grad() const {
+  return node().requires_grad;
+}
+void Variable::set_requires_grad(bool requires_grad) const {
+  node().requires_grad = requires_grad;
+}
+void Variable::zero_grad() const {
+  node().grad = Tensor();
+}
+
+void Variable::accumulate_grad(const TensorView& g) const {
+  Node& n = node();
+  QKV_CHECK(g.shape() == n.value.shape(), ShapeError, "gradient ", describe(g),
+            " does not match variable ", describe(n.value));
+  QKV_CHECK(g.dtype() == n.value.dtype(), ValueError, "gradient ", describe(g),
+            " does not match variable ", describe(n.value));
+  if (!n.grad.defined()) {
+    // A private copy: backward functions may hand the same tensor to several inputs.
+    n.grad = Tensor::empty(g.shape(), g.dtype());
+    copy_into(g, n.grad);
+    return;
+  }
+  ops::accumulate_into(n.grad, g);
+}
+
+bool grad_mode_enabled() noexcept {
+  return grad_mode;
+}
+
+NoGradGuard::NoGradGuard() noexcept : previous_(grad_mode) {
+  grad_mode = false;
+}
+NoGradGuard::~NoGradGuard() {
+  grad_mode = previous_;
+}
+
+std::size_t tape_size() noexcept {
+  return tape.size();
+}
+void clear_tape() noexcept {
+  tape.clear();
+}
+
+void backward(const Variable& loss) {
+  QKV_CHECK(loss.value().numel() == 1, ShapeError, "backward: loss ", describe(loss.value()),
+            " must hold exactly one element");
+  QKV_CHECK(loss.requires_grad(), ValueError,
+            "backward: loss does not require grad (no input requires grad, or it was computed "
+            "under NoGradGuard)");
+  // Take the tape first: it is cleared even if a backward function throws.
+  std::vector<TapeEntry> entries;
+  entries.swap(tape);
+  loss.accumulate_grad(Tensor::full(loss.value().shape(), 1.0, loss.value().dtype()));
+  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+    // An entry whose output received no gradient is not on a path to the loss.
+    const Tensor& dy = it->output.grad();
+    if (dy.defined()) it->backward(dy);
+  }
+}
+
+namespace detail {
+
+Variable record(const OpRegistration& op, Tensor value, std::initializer_list<Variable> inputs,
+                BackwardFn backward) {
+  bool needs_grad = false;
+  if (grad_mode)
+    for (const Variable& v : inputs) needs_grad = needs_grad || v.requires_grad();
+  Variable out(std::move(value), needs_grad);
+  if (needs_grad) tape.push_back({op.name(), out, std::move(backward)});
+  return out;
+}
+
+}  // namespace detail
+}  // namespace qkv::autograd

@@ -1,0 +1,33 @@
+// Matrix products on tensors: 2-D and batched, C = op(A) · op(B).
+//
+// F32 runs kernels::gemm / gemm_batched (OpenBLAS split over qkv's pool, deterministic
+// for any thread count); F64 runs the reference triple loop (gradient checks).
+#pragma once
+
+#include "qkv/tensor/tensor.h"
+
+namespace qkv::ops {
+
+struct MatmulOptions {
+  bool transpose_a = false;  // A stored [..., K, M], used as its transpose
+  bool transpose_b = false;  // B stored [..., N, K], used as its transpose
+};
+
+// a [..., M, K], b [..., K, N] (as stored before the optional transposes) -> [..., M, N].
+// Both operands have the same rank >= 2 and equal leading (batch) dims; no broadcasting.
+// Throws ShapeError naming both shapes, ValueError for mixed dtypes, ShapeError when an
+// operand is empty.
+Tensor matmul(const TensorView& a, const TensorView& b, const MatmulOptions& options = {});
+
+struct MatmulGrads {
+  Tensor da;  // shaped like a
+  Tensor db;  // shaped like b
+};
+
+// Backward of C = op(A) · op(B):  dop(A) = dC · op(B)ᵀ,  dop(B) = op(A)ᵀ · dC,
+// transposed back to A's / B's storage layout when the option flags are set.
+// dy [..., M, N]; a, b as passed to matmul.
+MatmulGrads matmul_backward(const TensorView& dy, const TensorView& a, const TensorView& b,
+                            const MatmulOptions& options = {});
+
+}  // namespace qkv::ops

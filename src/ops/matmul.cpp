@@ -1,0 +1,107 @@
+#include "qkv/ops/matmul.h"
+
+#include "detail/checks.h"
+#include "detail/kernel_select.h"
+
+namespace qkv::ops {
+namespace {
+
+// The dimensions of one (possibly batched) product op(A)[M, K] · op(B)[K, N].
+struct ProductDims {
+  int64_t batch = 1;
+  int64_t m = 0, n = 0, k = 0;
+};
+
+// One stored operand of a product: data, and whether it is used transposed.
+template <class T>
+struct Operand {
+  const T* data;
+  bool transposed;
+};
+
+// C[batch, m, n] = op(A) · op(B), with op(A) [m, k] and op(B) [k, n] row-major. The
+// leading dimension of a stored matrix is its number of stored columns.
+template <class T>
+void batched_product(const ProductDims& d, Operand<T> a, Operand<T> b, T* c) {
+  kernels::GemmSpec spec;
+  spec.trans_a = a.transposed;
+  spec.trans_b = b.transposed;
+  spec.m = d.m;
+  spec.n = d.n;
+  spec.k = d.k;
+  spec.lda = a.transposed ? d.m : d.k;
+  spec.ldb = b.transposed ? d.k : d.n;
+  spec.ldc = d.n;
+  if (d.batch == 1) {
+    kern::gemm(spec, a.data, b.data, c);
+    return;
+  }
+  const kernels::BatchStrides strides{d.batch, d.m * d.k, d.k * d.n, d.m * d.n};
+  kern::gemm_batched(spec, strides, a.data, b.data, c);
+}
+
+ProductDims check_matmul(const TensorView& a, const TensorView& b, const MatmulOptions& o) {
+  detail::check_same_dtype("matmul", a, b);
+  QKV_CHECK(a.rank() >= 2 && a.rank() == b.rank(), ShapeError, "matmul: ", describe(a), " x ",
+            describe(b), ": operands need the same rank >= 2");
+  for (int i = 0; i + 2 < a.rank(); ++i)
+    QKV_CHECK(a.dim(i) == b.dim(i), ShapeError, "matmul: batch dims differ: ", describe(a), " x ",
+              describe(b));
+  ProductDims d;
+  d.m = o.transpose_a ? a.dim(-1) : a.dim(-2);
+  d.k = o.transpose_a ? a.dim(-2) : a.dim(-1);
+  const int64_t kb = o.transpose_b ? b.dim(-1) : b.dim(-2);
+  d.n = o.transpose_b ? b.dim(-2) : b.dim(-1);
+  QKV_CHECK(d.k == kb, ShapeError, "matmul: inner dims differ: ", describe(a),
+            o.transpose_a ? "ᵀ" : "", " x ", describe(b), o.transpose_b ? "ᵀ" : "");
+  detail::check_not_empty("matmul", "a", a);
+  detail::check_not_empty("matmul", "b", b);
+  d.batch = a.shape().numel() / (a.dim(-1) * a.dim(-2));
+  return d;
+}
+
+Shape output_shape(const TensorView& a, const ProductDims& d) {
+  return a.shape().with_dim(-2, d.m).with_dim(-1, d.n);
+}
+
+}  // namespace
+
+Tensor matmul(const TensorView& a, const TensorView& b, const MatmulOptions& options) {
+  const ProductDims d = check_matmul(a, b, options);
+  const detail::ContiguousInput ca(a), cb(b);
+  Tensor c = Tensor::empty(output_shape(a, d), a.dtype());
+  detail::visit_dtype(a.dtype(), [&]<class T>() {
+    batched_product<T>(d, {ca.data<T>(), options.transpose_a}, {cb.data<T>(), options.transpose_b},
+                       c.data<T>());
+  });
+  return c;
+}
+
+MatmulGrads matmul_backward(const TensorView& dy, const TensorView& a, const TensorView& b,
+                            const MatmulOptions& options) {
+  const ProductDims d = check_matmul(a, b, options);
+  QKV_CHECK(dy.shape() == output_shape(a, d), ShapeError, "matmul_backward: dy ", describe(dy),
+            " does not match the product of ", describe(a), " x ", describe(b));
+  detail::check_same_dtype("matmul_backward", dy, a);
+  const detail::ContiguousInput cdy(dy), ca(a), cb(b);
+  MatmulGrads g{Tensor::empty(a.shape(), a.dtype()), Tensor::empty(b.shape(), b.dtype())};
+  const bool ta = options.transpose_a, tb = options.transpose_b;
+  detail::visit_dtype(a.dtype(), [&]<class T>() {
+    const T* dyp = cdy.data<T>();
+    const T* ap = ca.data<T>();
+    const T* bp = cb.data<T>();
+    // dop(A)[M, K] = dC[M, N] · op(B)ᵀ; stored transposed: dA[K, M] = op(B)[K, N] · dCᵀ.
+    if (!ta)
+      batched_product<T>({d.batch, d.m, d.k, d.n}, {dyp, false}, {bp, !tb}, g.da.data<T>());
+    else
+      batched_product<T>({d.batch, d.k, d.m, d.n}, {bp, tb}, {dyp, true}, g.da.data<T>());
+    // dop(B)[K, N] = op(A)ᵀ · dC; stored transposed: dB[N, K] = dCᵀ · op(A)[M, K].
+    if (!tb)
+      batched_product<T>({d.batch, d.k, d.n, d.m}, {ap, !ta}, {dyp, false}, g.db.data<T>());
+    else
+      batched_product<T>({d.batch, d.n, d.k, d.m}, {dyp, true}, {ap, ta}, g.db.data<T>());
+  });
+  return g;
+}
+
+}  // namespace qkv::ops

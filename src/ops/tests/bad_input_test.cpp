@@ -1,0 +1,300 @@
+// Bad input to every public op raises a typed qkv::Error whose message names the shapes
+// or values at fault -- never an abort, never a silent wrong answer.
+#include <cmath>
+#include <limits>
+
+#include "qkv/ops/activation.h"
+#include "qkv/ops/cross_entropy.h"
+#include "qkv/ops/dropout.h"
+#include "qkv/ops/elementwise.h"
+#include "qkv/ops/embedding.h"
+#include "qkv/ops/layer_norm.h"
+#include "qkv/ops/matmul.h"
+#include "qkv/ops/reduce.h"
+#include "qkv/ops/shape_ops.h"
+#include "qkv/ops/softmax.h"
+#include "test_util.h"
+
+namespace qkv::testing {
+namespace {
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+Tensor f64(const Shape& s) {
+  return random_tensor(s, DType::F64, 7);
+}
+Tensor f32(const Shape& s) {
+  return random_tensor(s, DType::F32, 7);
+}
+Tensor ids_of(std::vector<double> v) {
+  return Tensor::from(Shape{int64_t(v.size())}, v);
+}
+
+TEST(BadInput, Matmul) {
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [] {
+        ops::matmul(f64({2, 3}), f64({4, 5}));
+      },
+      {"f64[2, 3]", "f64[4, 5]"}));
+  EXPECT_TRUE(throws_with<ShapeError>([] { ops::matmul(f64({3}), f64({3, 2})); }, {"f64[3]"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [] {
+        ops::matmul(f64({2, 2, 3}), f64({3, 3, 4}));
+      },
+      {"batch", "f64[2, 2, 3]", "f64[3, 3, 4]"}));
+  EXPECT_TRUE(throws_with<ShapeError>([] { ops::matmul(f64({0, 3}), f64({3, 4})); }, {"empty"}));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [] {
+        ops::matmul(f64({2, 3}), f32({3, 4}));
+      },
+      {"f64[2, 3]", "f32[3, 4]"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [] {
+        ops::matmul_backward(f64({2, 5}), f64({2, 3}), f64({3, 4}));
+      },
+      {"f64[2, 5]"}));
+}
+
+TEST(BadInput, ElementwiseArithmetic) {
+  for (auto op : {ops::add, ops::sub, ops::mul}) {
+    EXPECT_TRUE(throws_with<ShapeError>(
+        [op] {
+          op(f64({2, 3}), f64({3, 2}));
+        },
+        {"f64[2, 3]", "f64[3, 2]"}));
+    EXPECT_TRUE(throws_with<ValueError>([op] { op(f64({2, 3}), f32({2, 3})); }, {"mixed dtypes"}));
+  }
+  EXPECT_TRUE(throws_with<ShapeError>([] { ops::mul_backward(f64({2}), f64({3}), f64({3})); },
+                                      {"f64[2]", "f64[3]"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { ops::scale(f64({2}), kNaN); }, {"nan"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [] {
+        ops::add_bias(f64({2, 3}), f64({4}));
+      },
+      {"f64[4]", "f64[2, 3]"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { ops::add_bias(f64({2, 3}), f32({3})); }, {"mixed"}));
+  EXPECT_TRUE(throws_with<ShapeError>([] { ops::add_bias(f64({}), f64({1})); }, {"rank"}));
+  EXPECT_TRUE(
+      throws_with<ShapeError>([] { ops::accumulate_into(f64({2}), f64({3})); }, {"f64[3]"}));
+}
+
+TEST(BadInput, Activations) {
+  for (auto f : {ops::Activation::Tanh, ops::Activation::Sigmoid, ops::Activation::Relu,
+                 ops::Activation::Gelu}) {
+    EXPECT_TRUE(throws_with<ShapeError>(
+        [f] {
+          ops::activation_backward(f, f64({2, 3}), f64({3, 2}), f64({3, 2}));
+        },
+        {ops::activation_name(f), "f64[2, 3]", "f64[3, 2]"}));
+    EXPECT_TRUE(throws_with<ValueError>(
+        [f] { ops::activation_backward(f, f32({2}), f64({2}), f64({2})); }, {"mixed"}));
+  }
+}
+
+TEST(BadInput, Reductions) {
+  EXPECT_TRUE(throws_with<ShapeError>([] { ops::mean(f64({0, 3})); }, {"mean", "empty"}));
+  EXPECT_TRUE(throws_with<ShapeError>([] { ops::sum_last(f64({})); }, {"sum_last", "rank"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [] {
+        ops::sum_backward(f64({2}), Shape{2, 3});
+      },
+      {"one element"}));
+  EXPECT_TRUE(throws_with<ShapeError>([] { ops::mean_backward(f64({}), Shape{0}); }, {"empty"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [] {
+        ops::sum_last_backward(f64({3}), Shape{2, 3});
+      },
+      {"f64[3]", "[2, 3]"}));
+}
+
+TEST(BadInput, SoftmaxAndLogSoftmax) {
+  for (bool log : {false, true}) {
+    auto run = [log](const TensorView& x, const ops::SoftmaxMask& m) {
+      return log ? ops::log_softmax(x, m) : ops::softmax(x, m);
+    };
+    EXPECT_TRUE(throws_with<ShapeError>([&] { run(f64({2, 0}), {}); }, {"empty"}));
+    EXPECT_TRUE(throws_with<ShapeError>([&] { run(f64({}), {}); }, {"rank"}));
+    const std::vector<int64_t> three{1, 2, 3}, bad{1, 7};
+    EXPECT_TRUE(throws_with<ShapeError>(
+        [&] {
+          run(f64({2, 4}), {three, {}});
+        },
+        {"3 valid lengths", "f64[2, 4]"}));
+    EXPECT_TRUE(throws_with<ValueError>(
+        [&] {
+          run(f64({2, 4}), {bad, {}});
+        },
+        {"valid length 7", "row 1"}));
+    const Tensor bias3 = f64({3}), bias32 = f32({4});
+    EXPECT_TRUE(throws_with<ShapeError>(
+        [&] {
+          run(f64({2, 4}), {{}, bias3});
+        },
+        {"f64[3]", "f64[2, 4]"}));
+    EXPECT_TRUE(throws_with<ValueError>([&] { run(f64({2, 4}), {{}, bias32}); }, {"mixed"}));
+  }
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [] {
+        ops::softmax_backward(f64({2, 3}), f64({3, 2}));
+      },
+      {"f64[2, 3]", "f64[3, 2]"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [] {
+        ops::log_softmax_backward(f64({2, 3}), f64({3, 2}));
+      },
+      {"f64[2, 3]", "f64[3, 2]"}));
+}
+
+TEST(BadInput, LayerNorm) {
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [] {
+        ops::layer_norm(f64({2, 4}), f64({3}), f64({3}));
+      },
+      {"gamma", "f64[3]", "f64[2, 4]"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [] {
+        ops::layer_norm(f64({2, 4}), f64({4}), f64({2}));
+      },
+      {"beta", "f64[2]"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [] {
+        ops::layer_norm(f64({0, 4}), f64({4}), f64({4}));
+      },
+      {"empty"}));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [] {
+        ops::layer_norm(f64({2, 4}), f32({4}), f64({4}));
+      },
+      {"mixed"}));
+  for (double eps : {0.0, -1.0, kNaN})
+    EXPECT_TRUE(throws_with<ValueError>(
+        [eps] {
+          ops::layer_norm(f64({2, 4}), f64({4}), f64({4}), eps);
+        },
+        {"eps"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [] {
+        ops::layer_norm_backward(f64({2, 4}), f64({2, 4}), f64({4}), f64({3}), f64({2}));
+      },
+      {"f64[3]"}));
+}
+
+TEST(BadInput, Embedding) {
+  const Tensor table = f64({5, 3});
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] {
+        ops::embedding(table, ids_of({1, kNaN, 2}));
+      },
+      {"id nan", "position 1"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { ops::embedding(table, ids_of({1.5})); },
+                                      {"id 1.5", "not an integer"}));
+  EXPECT_TRUE(throws_with<IndexError>(
+      [&] {
+        ops::embedding(table, ids_of({0, 1, -2}));
+      },
+      {"id -2", "position 2", "[0, 5)"}));
+  EXPECT_TRUE(throws_with<IndexError>(
+      [&] {
+        ops::embedding(table, Tensor::from(Shape{2, 2}, std::vector<double>{0, 1, 2, 5}));
+      },
+      {"id 5", "position 3", "index [1, 1]"}));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] {
+        ops::embedding(table,
+                       Tensor::full({1}, std::numeric_limits<double>::infinity(), DType::F64));
+      },
+      {"inf"}));
+  EXPECT_TRUE(throws_with<ShapeError>([] { ops::embedding(f64({5}), ids_of({0})); }, {"[V, E]"}));
+  EXPECT_TRUE(throws_with<ShapeError>([] { ops::embedding(f64({0, 3}), ids_of({0})); }, {"empty"}));
+  EXPECT_TRUE(throws_with<IndexError>(
+      [] {
+        ops::embedding_backward(f64({1, 3}), ids_of({4}), 3);
+      },
+      {"id 4"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [] {
+        ops::embedding_backward(f64({2, 3}), ids_of({1}), 3);
+      },
+      {"f64[2, 3]", "f64[1]"}));
+}
+
+TEST(BadInput, CrossEntropy) {
+  const Tensor logits = f64({3, 4});
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [&] {
+        ops::cross_entropy(logits, ids_of({0, 1}));
+      },
+      {"f64[2]", "f64[3, 4]"}));
+  EXPECT_TRUE(throws_with<IndexError>(
+      [&] {
+        ops::cross_entropy(logits, ids_of({0, 4, 1}));
+      },
+      {"target 4", "position 1"}));
+  EXPECT_TRUE(throws_with<IndexError>(
+      [&] {
+        ops::cross_entropy(logits, ids_of({0, 1, -2}));
+      },
+      {"target -2"}));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] {
+        ops::cross_entropy(logits, ids_of({kNaN, 1, 2}));
+      },
+      {"target nan", "position 0"}));
+  for (double eps : {1.0, -0.1, kNaN})
+    EXPECT_TRUE(throws_with<ValueError>(
+        [&] {
+          ops::cross_entropy(logits, ids_of({0, 1, 2}), {.label_smoothing = eps});
+        },
+        {"label_smoothing"}));
+  // Targets are indices: either float dtype is accepted; values must not mix dtypes.
+  EXPECT_NO_THROW(ops::cross_entropy(logits, ids_of({0, 1, 2}).to(DType::F32)));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] {
+        ops::cross_entropy_backward(Tensor::full({}, 1.0, DType::F32), logits, ids_of({0, 1, 2}),
+                                    f64({3}));
+      },
+      {"mixed", "f32[]", "f64[3, 4]"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [] {
+        ops::cross_entropy(f64({3, 0}), ids_of({0, 0, 0}));
+      },
+      {"empty"}));
+  const ops::CrossEntropyResult r = ops::cross_entropy(logits, ids_of({0, 1, 2}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [&] {
+        ops::cross_entropy_backward(f64({2}), logits, ids_of({0, 1, 2}), r.lse);
+      },
+      {"dloss", "one element"}));
+}
+
+TEST(BadInput, Dropout) {
+  for (double p : {1.0, -0.1, 1.5, kNaN}) {
+    EXPECT_TRUE(throws_with<ValueError>([p] { ops::dropout(f64({4}), {.p = p}); }, {"dropout: p"}));
+    EXPECT_TRUE(throws_with<ValueError>([p] { ops::dropout_backward(f64({4}), {.p = p}); },
+                                        {"dropout_backward: p"}));
+  }
+}
+
+TEST(BadInput, UndefinedTensorsAreRejectedNotDereferenced) {
+  EXPECT_TRUE(throws_with<ValueError>([] { ops::tanh(Tensor()); }, {"undefined"}));
+  EXPECT_TRUE(
+      throws_with<ValueError>([] { ops::sum_backward(Tensor(), Shape{2}); }, {"undefined"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { ops::dropout(Tensor(), {.p = 0.5}); }, {"undefined"}));
+}
+
+TEST(BadInput, ShapeOps) {
+  EXPECT_TRUE(throws_with<ShapeError>([] { ops::transpose(f64({2, 3}), 0, 2); }, {"axis 2"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [] {
+        ops::reshape(f64({2, 3}), Shape{4});
+      },
+      {"f64[2, 3]", "[4]"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [] {
+        ops::reshape_backward(f64({2, 3}), Shape{5});
+      },
+      {"[5]"}));
+}
+
+}  // namespace
+}  // namespace qkv::testing

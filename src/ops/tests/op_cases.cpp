@@ -1,0 +1,161 @@
+#include "op_cases.h"
+
+#include "qkv/ops/activation.h"
+#include "qkv/ops/cross_entropy.h"
+#include "qkv/ops/dropout.h"
+#include "qkv/ops/elementwise.h"
+#include "qkv/ops/embedding.h"
+#include "qkv/ops/layer_norm.h"
+#include "qkv/ops/matmul.h"
+#include "qkv/ops/reduce.h"
+#include "qkv/ops/shape_ops.h"
+#include "qkv/ops/softmax.h"
+#include "test_util.h"
+
+namespace qkv::testing {
+namespace {
+
+using Views = std::vector<TensorView>;
+using Outputs = std::vector<Tensor>;
+
+Tensor owned(const TensorView& v) {
+  Tensor t = Tensor::empty(v.shape(), v.dtype());
+  copy_into(v, t);
+  return t;
+}
+
+OpCase matmul_case(std::string name, Shape a, Shape b, Shape y, ops::MatmulOptions o) {
+  return {std::move(name),
+          {{a}, {b}, {y}},
+          [o](const Views& in) {
+            const ops::MatmulGrads g = ops::matmul_backward(in[2], in[0], in[1], o);
+            return Outputs{ops::matmul(in[0], in[1], o), g.da, g.db};
+          },
+          1e-4,
+          1e-4};
+}
+
+template <class Fwd, class Bwd>
+OpCase binary_case(std::string name, Fwd fwd, Bwd bwd) {
+  return {std::move(name), {{{4, 9}}, {{4, 9}}, {{4, 9}}}, [fwd, bwd](const Views& in) {
+            const ops::BinaryGrads g = bwd(in);
+            return Outputs{fwd(in[0], in[1]), g.da, g.db};
+          }};
+}
+
+OpCase activation_case(ops::Activation f) {
+  return {ops::activation_name(f), {{{4, 7}}, {{4, 7}}}, [f](const Views& in) {
+            Tensor y = ops::activation(f, in[0]);
+            return Outputs{y, ops::activation_backward(f, in[1], in[0], y)};
+          }};
+}
+
+OpCase softmax_case(std::string name, bool log, bool masked) {
+  return {std::move(name), {{{3, 4, 9}}, {{3, 4, 9}}, {{9}}}, [log, masked](const Views& in) {
+            static const std::vector<int64_t> lengths{9, 1, 5, 0, 7, 3, 9, 2, 4, 6, 8, 9};
+            ops::SoftmaxMask mask;
+            if (masked) mask = {lengths, in[2]};
+            Tensor y = log ? ops::log_softmax(in[0], mask) : ops::softmax(in[0], mask);
+            Tensor dx = log ? ops::log_softmax_backward(in[1], y) : ops::softmax_backward(in[1], y);
+            return Outputs{y, dx};
+          }};
+}
+
+std::vector<OpCase> build_cases() {
+  std::vector<OpCase> cases;
+  cases.push_back(matmul_case("matmul", {5, 7}, {7, 3}, {5, 3}, {}));
+  cases.push_back(matmul_case("matmul_batched", {2, 3, 5, 4}, {2, 3, 4, 6}, {2, 3, 5, 6}, {}));
+  cases.push_back(matmul_case("matmul_transposed", {7, 5}, {3, 7}, {5, 3}, {true, true}));
+  cases.push_back(
+      matmul_case("matmul_trans_b_batched", {2, 5, 7}, {2, 3, 7}, {2, 5, 3}, {false, true}));
+  cases.push_back(
+      binary_case("add", ops::add, [](const Views& in) { return ops::add_backward(in[2]); }));
+  cases.push_back(
+      binary_case("sub", ops::sub, [](const Views& in) { return ops::sub_backward(in[2]); }));
+  cases.push_back(binary_case(
+      "mul", ops::mul, [](const Views& in) { return ops::mul_backward(in[2], in[0], in[1]); }));
+  cases.push_back({"scale", {{{3, 5}}, {{3, 5}}}, [](const Views& in) {
+                     return Outputs{ops::scale(in[0], -0.7), ops::scale_backward(in[1], -0.7)};
+                   }});
+  cases.push_back({"add_bias", {{{2, 3, 5}}, {{5}}, {{2, 3, 5}}}, [](const Views& in) {
+                     const ops::BiasGrads g = ops::add_bias_backward(in[2]);
+                     return Outputs{ops::add_bias(in[0], in[1]), g.dx, g.dbias};
+                   }});
+  for (auto f : {ops::Activation::Tanh, ops::Activation::Sigmoid, ops::Activation::Relu,
+                 ops::Activation::Gelu})
+    cases.push_back(activation_case(f));
+  cases.push_back({"sum",
+                   {{{3, 7}}, {Shape{}}},
+                   [](const Views& in) {
+                     return Outputs{ops::sum(in[0]), ops::sum_backward(in[1], in[0].shape())};
+                   },
+                   1e-4});
+  cases.push_back({"mean", {{{3, 7}}, {Shape{}}}, [](const Views& in) {
+                     return Outputs{ops::mean(in[0]), ops::mean_backward(in[1], in[0].shape())};
+                   }});
+  cases.push_back(
+      {"sum_last", {{{3, 4, 5}}, {{3, 4}}}, [](const Views& in) {
+         return Outputs{ops::sum_last(in[0]), ops::sum_last_backward(in[1], in[0].shape())};
+       }});
+  cases.push_back(softmax_case("softmax", false, false));
+  cases.push_back(softmax_case("softmax_masked", false, true));
+  cases.push_back(softmax_case("log_softmax", true, false));
+  cases.push_back(softmax_case("log_softmax_masked", true, true));
+  cases.push_back({"layer_norm",
+                   {{{3, 4, 11}}, {{11}}, {{11}}, {{3, 4, 11}}},
+                   [](const Views& in) {
+                     ops::LayerNormResult r = ops::layer_norm(in[0], in[1], in[2], 1e-5);
+                     const ops::LayerNormGradients g =
+                         ops::layer_norm_backward(in[3], in[0], in[1], r.mean, r.rstd);
+                     return Outputs{r.y, r.mean, r.rstd, g.dx, g.dgamma, g.dbeta};
+                   },
+                   1e-4,
+                   1e-3});
+  cases.push_back(
+      {"embedding", {{{10, 6}}, {{3, 4}, 10}, {{3, 4, 6}}}, [](const Views& in) {
+         return Outputs{ops::embedding(in[0], in[1]), ops::embedding_backward(in[2], in[1], 10)};
+       }});
+  cases.push_back(
+      {"cross_entropy", {{{6, 11}}, {{6}, 11, true}, {Shape{}}}, [](const Views& in) {
+         const ops::CrossEntropyOptions o{0.1, -1};
+         ops::CrossEntropyResult r = ops::cross_entropy(in[0], in[1], o);
+         return Outputs{r.loss, r.lse, ops::cross_entropy_backward(in[2], in[0], in[1], r.lse, o)};
+       }});
+  cases.push_back({"dropout", {{{5, 8}}, {{5, 8}}}, [](const Views& in) {
+                     const ops::DropoutOptions o{0.3, 42, 1, 100};
+                     return Outputs{ops::dropout(in[0], o), ops::dropout_backward(in[1], o)};
+                   }});
+  cases.push_back({"transpose", {{{3, 4, 5}}, {{5, 4, 3}}}, [](const Views& in) {
+                     return Outputs{ops::transpose(owned(in[0]), 0, 2),
+                                    ops::transpose_backward(owned(in[1]), 0, 2)};
+                   }});
+  cases.push_back({"reshape", {{{3, 4, 5}}, {{12, 5}}}, [](const Views& in) {
+                     return Outputs{ops::reshape(owned(in[0]), Shape{12, 5}),
+                                    ops::reshape_backward(owned(in[1]), Shape{3, 4, 5})};
+                   }});
+  return cases;
+}
+
+}  // namespace
+
+const std::vector<OpCase>& op_cases() {
+  static const std::vector<OpCase> cases = build_cases();
+  return cases;
+}
+
+std::vector<Tensor> make_inputs(const OpCase& c, DType dtype, uint64_t seed) {
+  std::vector<Tensor> inputs;
+  for (const InputSpec& spec : c.inputs) {
+    ++seed;
+    if (spec.id_upper == 0) {
+      inputs.push_back(random_tensor(spec.shape, dtype, seed));
+      continue;
+    }
+    Tensor ids = random_ids(spec.shape, DType::F64, seed, spec.id_upper);
+    if (spec.with_ignored) ids.data<double>()[1] = -1.0;
+    inputs.push_back(ids.to(dtype));
+  }
+  return inputs;
+}
+
+}  // namespace qkv::testing

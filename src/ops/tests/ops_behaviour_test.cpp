@@ -1,0 +1,99 @@
+// Values and laws the ops promise beyond matching the kernels.
+#include "qkv/ops/cross_entropy.h"
+#include "qkv/ops/dropout.h"
+#include "qkv/ops/elementwise.h"
+#include "qkv/ops/embedding.h"
+#include "qkv/ops/matmul.h"
+#include "qkv/ops/reduce.h"
+#include "qkv/ops/softmax.h"
+#include "test_util.h"
+
+namespace qkv::testing {
+namespace {
+
+Tensor t64(const Shape& s, std::vector<double> v) {
+  return Tensor::from(s, v);
+}
+
+TEST(OpsBehaviour, MatmulSmallExample) {
+  const Tensor a = t64({2, 2}, {1, 2, 3, 4}), b = t64({2, 2}, {5, 6, 7, 8});
+  EXPECT_EQ(ops::matmul(a, b).to_vector<double>(), (std::vector<double>{19, 22, 43, 50}));
+}
+
+TEST(OpsBehaviour, BatchedMatmulEqualsPerBatchProducts) {
+  const Tensor a = random_tensor({3, 4, 5}, DType::F64, 1),
+               b = random_tensor({3, 5, 2}, DType::F64, 2);
+  const Tensor c = ops::matmul(a, b);
+  for (int64_t i = 0; i < 3; ++i) {
+    const Tensor ai = a.slice(0, i, i + 1).reshape({4, 5}),
+                 bi = b.slice(0, i, i + 1).reshape({5, 2});
+    EXPECT_TRUE(bitwise_equal(c.slice(0, i, i + 1).reshape({4, 2}), ops::matmul(ai, bi)));
+  }
+}
+
+TEST(OpsBehaviour, CrossEntropyAllIgnoredGivesZeroLossAndGradient) {
+  const Tensor logits = random_tensor({3, 5}, DType::F64, 3);
+  const Tensor targets = t64({3}, {-1, -1, -1});
+  const ops::CrossEntropyResult r = ops::cross_entropy(logits, targets);
+  EXPECT_EQ(r.counted_rows, 0);
+  EXPECT_EQ(*r.loss.data<double>(), 0.0);
+  const Tensor d =
+      ops::cross_entropy_backward(Tensor::full({}, 1.0, DType::F64), logits, targets, r.lse);
+  for (double v : d.to_vector<double>()) EXPECT_EQ(v, 0.0);
+}
+
+TEST(OpsBehaviour, CrossEntropyIsMeanOverCountedRows) {
+  const Tensor logits = random_tensor({3, 5}, DType::F64, 4);
+  const Tensor one = ops::cross_entropy(logits.slice(0, 0, 1), t64({1}, {2})).loss;
+  const Tensor two = ops::cross_entropy(logits.slice(0, 2, 3), t64({1}, {4})).loss;
+  const Tensor all = ops::cross_entropy(logits, t64({3}, {2, -1, 4})).loss;
+  EXPECT_NEAR(*all.data<double>(), (*one.data<double>() + *two.data<double>()) / 2, 1e-12);
+}
+
+TEST(OpsBehaviour, DropoutBackwardUsesTheForwardMask) {
+  const Tensor x = Tensor::full({1000}, 1.0, DType::F32);
+  const ops::DropoutOptions o{0.25, 9, 0, 0};
+  const std::vector<float> y = ops::dropout(x, o).to_vector<float>();
+  const std::vector<float> dx = ops::dropout_backward(x, o).to_vector<float>();
+  EXPECT_EQ(y, dx);
+  const auto dropped = std::count(y.begin(), y.end(), 0.0f);
+  EXPECT_GT(dropped, 150);
+  EXPECT_LT(dropped, 350);
+  ops::DropoutOptions shifted = o;
+  shifted.offset = 1000;
+  EXPECT_NE(ops::dropout(x, shifted).to_vector<float>(), y);
+}
+
+TEST(OpsBehaviour, FullyMaskedSoftmaxRowIsZeroNotNaN) {
+  const Tensor x = random_tensor({2, 3}, DType::F32, 5);
+  const std::vector<int64_t> lengths{0, 2};
+  const std::vector<float> y = ops::softmax(x, {lengths, {}}).to_vector<float>();
+  EXPECT_EQ(y[0], 0.0f);
+  EXPECT_EQ(y[1], 0.0f);
+  EXPECT_EQ(y[5], 0.0f);
+  EXPECT_NEAR(y[3] + y[4], 1.0f, 1e-6);
+}
+
+TEST(OpsBehaviour, EmbeddingRepeatedIdsAccumulate) {
+  const Tensor dy = t64({3, 2}, {1, 2, 3, 4, 5, 6});
+  const Tensor d = ops::embedding_backward(dy, t64({3}, {1, 1, 0}), 3);
+  EXPECT_EQ(d.to_vector<double>(), (std::vector<double>{5, 6, 4, 6, 0, 0}));
+}
+
+TEST(OpsBehaviour, AddBackwardReturnsIndependentCopies) {
+  const Tensor dy = random_tensor({4}, DType::F64, 6);
+  const ops::BinaryGrads g = ops::add_backward(dy);
+  g.da.data<double>()[0] += 1;
+  EXPECT_EQ(g.db.data<double>()[0], dy.data<double>()[0]);
+}
+
+TEST(OpsBehaviour, ReductionsOfKnownValues) {
+  const Tensor x = t64({2, 3}, {1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(*ops::sum(x).data<double>(), 21.0);
+  EXPECT_EQ(*ops::mean(x).data<double>(), 3.5);
+  EXPECT_EQ(ops::sum_last(x).to_vector<double>(), (std::vector<double>{6, 15}));
+  EXPECT_EQ(ops::sum(Tensor::zeros({0}, DType::F64)).to_vector<double>(), std::vector<double>{0});
+}
+
+}  // namespace
+}  // namespace qkv::testing
