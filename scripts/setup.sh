@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what qkv needs from Debian 12's packages, and only what is missing.
+# Idempotent: a second run installs nothing and does not touch the network.
+# Runs as root, or through sudo when not root.
+set -euo pipefail
+
+# Each package is the field's standard for its job (see README "Dependencies").
+packages=(
+  g++ cmake ninja-build pkg-config   # C++20 toolchain, CMake >= 3.25 with presets
+  libopenblas-dev                    # GEMM (cblas_sgemm)
+  libhwy-dev                         # Highway: portable SIMD with runtime dispatch
+  libgtest-dev libgmock-dev          # unit tests
+  libbenchmark-dev                   # bench/
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo_cmd=(sudo)
+fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,2 @@
+// Must NOT compile: ops sit below autograd (see tests/CMakeLists.txt).
+#include "qkv/autograd/variable.h"

@@ -1,0 +1,2 @@
+// Must NOT compile: tensor sits below kernels (see tests/CMakeLists.txt).
+#include "qkv/kernels/gemm.h"
