@@ -11,10 +11,31 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "qkv/kernels/reference/gemm.h"
 
 namespace qkv::kernels {
+
+// Which implementation gemm() and gemm_batched() run.
+//   OpenBlas  cblas_sgemm, single-threaded, blocks over qkv's pool (above).
+//   Portable  gemm_portable().
+//   Auto      OpenBlas, unless the OpenBLAS core it detected lacks the AVX2+FMA this CPU
+//             has: OpenBLAS 0.3.21 (Debian 12) does not recognise some recent or
+//             virtualised CPUs and falls back to its SSE3 "Prescott" kernels, about 5x
+//             below what the CPU can do and ~3x below gemm_portable (bench/README.md).
+// The environment variable QKV_GEMM=openblas|portable|auto sets the initial choice (an
+// unknown value is reported on stderr and treated as auto).
+enum class GemmBackend { Auto, OpenBlas, Portable };
+
+// Pins the backend (Auto re-applies the rule above). For tests, benchmarks and the CLI;
+// not to be called while GEMMs run on other threads.
+void set_gemm_backend(GemmBackend backend) noexcept;
+// The backend gemm() uses now (never Auto).
+GemmBackend gemm_backend() noexcept;
+// "openblas (core Haswell)" or "portable (OpenBLAS core Prescott lacks AVX2/FMA)": for
+// logs and benchmark context.
+std::string gemm_backend_description();
 
 void gemm(const GemmSpec& spec, const float* a, const float* b, float* c) noexcept;
 void gemm_portable(const GemmSpec& spec, const float* a, const float* b, float* c) noexcept;

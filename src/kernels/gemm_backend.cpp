@@ -1,0 +1,87 @@
+// The choice between OpenBLAS and qkv's portable GEMM (see GemmBackend in gemm.h).
+#include <cblas.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "qkv/base/cpu.h"
+#include "qkv/base/log.h"
+#include "qkv/kernels/gemm.h"
+
+namespace qkv::kernels {
+namespace {
+
+std::string openblas_core() {
+  const char* name = openblas_get_corename();
+  return name ? name : "unknown";
+}
+
+// OpenBLAS x86-64 cores whose SGEMM kernels use AVX2+FMA or AVX-512.
+bool core_uses_avx2(std::string_view core) {
+  for (std::string_view strong : {"haswell", "skylakex", "cooperlake", "sapphirerapids", "zen",
+                                  "excavator", "steamroller", "alderlake"}) {
+    if (core.size() >= strong.size()) {
+      bool match = true;
+      for (size_t i = 0; i < strong.size() && match; ++i)
+        match = (core[i] | 0x20) == strong[i];  // ASCII lower-case compare of the prefix
+      if (match) return true;
+    }
+  }
+  return false;
+}
+
+bool openblas_is_weak() {
+  const CpuFeatures& cpu = cpu_features();
+  return cpu.avx2 && cpu.fma && !core_uses_avx2(openblas_core());
+}
+
+GemmBackend resolve(GemmBackend requested) {
+  if (requested != GemmBackend::Auto) return requested;
+  return openblas_is_weak() ? GemmBackend::Portable : GemmBackend::OpenBlas;
+}
+
+GemmBackend from_environment() {
+  const char* env = std::getenv("QKV_GEMM");
+  if (env == nullptr) return GemmBackend::Auto;
+  const std::string_view v(env);
+  if (v == "openblas") return GemmBackend::OpenBlas;
+  if (v == "portable") return GemmBackend::Portable;
+  if (v != "auto")
+    log(LogLevel::Warning, "ignoring QKV_GEMM=", v, " (use openblas, portable or auto)");
+  return GemmBackend::Auto;
+}
+
+std::atomic<GemmBackend>& backend_slot() noexcept {
+  static std::atomic<GemmBackend> slot{[] {
+    try {
+      return resolve(from_environment());
+    } catch (...) {  // logging or CPU detection failed: the safe default
+      return GemmBackend::OpenBlas;
+    }
+  }()};
+  return slot;
+}
+
+}  // namespace
+
+void set_gemm_backend(GemmBackend backend) noexcept {
+  GemmBackend resolved = GemmBackend::OpenBlas;
+  try {
+    resolved = resolve(backend);
+  } catch (...) {
+  }
+  backend_slot().store(resolved);
+}
+
+GemmBackend gemm_backend() noexcept { return backend_slot().load(std::memory_order_relaxed); }
+
+std::string gemm_backend_description() {
+  const std::string core = openblas_core();
+  if (gemm_backend() == GemmBackend::OpenBlas) return "openblas (core " + core + ")";
+  return "portable (OpenBLAS core " + core +
+         (core_uses_avx2(core) ? ", not chosen)" : " lacks AVX2/FMA)");
+}
+
+}  // namespace qkv::kernels

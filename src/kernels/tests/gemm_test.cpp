@@ -1,0 +1,295 @@
+// gemm (OpenBLAS, pool-parallel) and gemm_portable (own SIMD kernel, every target)
+// against ref::gemm, plus determinism across thread counts.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernel_test_util.h"
+#include "qkv/base/thread_pool.h"
+#include "qkv/kernels/gemm.h"
+
+namespace qkv::kernels {
+namespace {
+
+using testing::bitwise_equal;
+using testing::for_each_simd_target;
+using testing::random_floats;
+using testing::seed_for;
+
+using GemmFn = void (*)(const GemmSpec&, const float*, const float*, float*) noexcept;
+
+// Stored shapes of A, B for a spec (row-major, leading dimension = row stride).
+int64_t a_rows(const GemmSpec& s) { return s.trans_a ? s.k : s.m; }
+int64_t b_rows(const GemmSpec& s) { return s.trans_b ? s.n : s.k; }
+
+GemmSpec make_spec(int64_t m, int64_t n, int64_t k, bool ta, bool tb, int64_t pad = 0,
+                   double alpha = 1.0, double beta = 0.0) {
+  GemmSpec s;
+  s.trans_a = ta;
+  s.trans_b = tb;
+  s.m = m, s.n = n, s.k = k;
+  s.alpha = alpha, s.beta = beta;
+  s.lda = (ta ? m : k) + pad;
+  s.ldb = (tb ? k : n) + pad;
+  s.ldc = n + pad;
+  return s;
+}
+
+std::string describe(const GemmSpec& s) {
+  std::ostringstream o;
+  o << "m=" << s.m << " n=" << s.n << " k=" << s.k << " ta=" << s.trans_a << " tb=" << s.trans_b
+    << " alpha=" << s.alpha << " beta=" << s.beta << " lda=" << s.lda << " ldb=" << s.ldb
+    << " ldc=" << s.ldc;
+  return o.str();
+}
+
+// Runs `fn` and ref::gemm on the same random inputs and checks every element against
+// the standard forward-error bound for a length-k dot product (Higham, "Accuracy and
+// Stability of Numerical Algorithms", 2nd ed., eq. 3.5):
+//   |ĉ − c| <= γ_k · Σ_p |a_ip||b_pj|,   γ_k = k·u / (1 − k·u),  u = 2^-24,
+// scaled by |alpha|, plus the rounding of alpha·acc + beta·c (a few u of
+// |alpha·acc| + |beta·c|). We allow (k + 4)·FLT_EPSILON = 2(k + 4)·u, a factor of two
+// over the bound, since the blocked kernels add k-slices and scale by alpha separately.
+void check_against_ref(GemmFn fn, const GemmSpec& s, uint32_t seed) {
+  SCOPED_TRACE(describe(s));
+  const std::vector<float> a = random_floats(a_rows(s) * s.lda, seed);
+  const std::vector<float> b = random_floats(b_rows(s) * s.ldb, seed + 1);
+  std::vector<float> c0 = random_floats(s.m * s.ldc, seed + 2);
+  // beta == 0 must overwrite C: poison it so a kernel that reads C fails.
+  if (s.beta == 0.0) std::fill(c0.begin(), c0.end(), std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> got = c0, want = c0;
+  fn(s, a.data(), b.data(), got.data());
+  ref::gemm(s, a.data(), b.data(), want.data());
+
+  int64_t bad = 0;
+  for (int64_t i = 0; i < s.m; ++i)
+    for (int64_t j = 0; j < s.n; ++j) {
+      double mag = 0;  // Σ_p |a_ip||b_pj|
+      for (int64_t p = 0; p < s.k; ++p) {
+        const double av = s.trans_a ? a[p * s.lda + i] : a[i * s.lda + p];
+        const double bv = s.trans_b ? b[j * s.ldb + p] : b[p * s.ldb + j];
+        mag += std::fabs(av * bv);
+      }
+      const double old = s.beta == 0.0 ? 0.0 : std::fabs(s.beta * c0[i * s.ldc + j]);
+      const double bound = double(s.k + 4) * FLT_EPSILON * (std::fabs(s.alpha) * mag + old) +
+                           FLT_MIN;  // FLT_MIN: exact zeros vs signed/denormal zeros
+      const float g = got[i * s.ldc + j], w = want[i * s.ldc + j];
+      if (!(std::fabs(double(g) - double(w)) <= bound) && bad++ < 3)
+        ADD_FAILURE() << "C[" << i << "," << j << "] = " << g << ", want " << w << " (bound "
+                      << bound << ")";
+    }
+  EXPECT_EQ(bad, 0);
+  // Padding columns of C (j >= n) must be untouched.
+  for (int64_t i = 0; i < s.m; ++i)
+    for (int64_t j = s.n; j < s.ldc; ++j)
+      ASSERT_TRUE(std::isnan(c0[i * s.ldc + j]) ? std::isnan(got[i * s.ldc + j])
+                                                : got[i * s.ldc + j] == c0[i * s.ldc + j])
+          << "padding C[" << i << "," << j << "] was written";
+}
+
+// Shapes: all combinations of the small odd sizes (vector tails, micro-tile edges),
+// then 1023 in one dimension at a time (k-slice boundaries, many tiles) to keep the
+// reference triple loop cheap.
+std::vector<std::array<int64_t, 3>> shapes() {
+  const int64_t small[] = {1, 7, 15, 16, 17, 63, 64, 65};
+  std::vector<std::array<int64_t, 3>> out;
+  for (int64_t m : small)
+    for (int64_t n : small)
+      for (int64_t k : small) out.push_back({m, n, k});
+  for (int64_t other : {int64_t{7}, int64_t{65}}) {
+    out.push_back({1023, other, 17});
+    out.push_back({other, 1023, 17});
+    out.push_back({17, other, 1023});
+  }
+  return out;
+}
+
+void check_all_shapes(GemmFn fn) {
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = t & 1, tb = t & 2;
+    for (const auto& [m, n, k] : shapes()) {
+      check_against_ref(fn, make_spec(m, n, k, ta, tb), seed_for(m, n, k));
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+// alpha/beta variants and padded leading dimensions, on a few shapes per transpose.
+void check_scaling_and_padding(GemmFn fn) {
+  const double ab[][2] = {{1.0, 0.0}, {0.5, 1.0}, {-2.0, -1.5}, {1.0, 1.0}, {3.0, 0.0}};
+  for (int t = 0; t < 4; ++t)
+    for (const auto& [alpha, beta] : ab)
+      for (int64_t pad : {0, 5})
+        for (const auto& [m, n, k] : {std::array<int64_t, 3>{7, 17, 65},
+                                      std::array<int64_t, 3>{65, 64, 300},
+                                      std::array<int64_t, 3>{1, 63, 16}})
+          check_against_ref(fn, make_spec(m, n, k, t & 1, t & 2, pad, alpha, beta),
+                            seed_for(m + pad, n, k + t));
+}
+
+// Large enough for the pool to split the product (by rows, then by columns).
+void check_parallel_shapes(GemmFn fn) {
+  for (int t = 0; t < 4; ++t) {
+    check_against_ref(fn, make_spec(300, 200, 150, t & 1, t & 2, 3, 1.0, 0.5), seed_for(t, 1));
+    check_against_ref(fn, make_spec(90, 700, 130, t & 1, t & 2, 0), seed_for(t, 2));
+  }
+}
+
+
+// gemm() and gemm_batched() are checked on both backends whatever Auto picks here.
+class ScopedGemmBackend {
+ public:
+  explicit ScopedGemmBackend(GemmBackend b) { set_gemm_backend(b); }
+  ~ScopedGemmBackend() { set_gemm_backend(GemmBackend::Auto); }
+};
+
+template <class Body>
+void for_each_gemm_backend(const Body& body) {
+  for (GemmBackend b : {GemmBackend::OpenBlas, GemmBackend::Portable}) {
+    ScopedGemmBackend pin(b);
+    SCOPED_TRACE(b == GemmBackend::OpenBlas ? "backend openblas" : "backend portable");
+    body();
+  }
+}
+
+TEST(Gemm, MatchesReferenceAllTransposes) { 
+  for_each_gemm_backend([] { check_all_shapes(&gemm); });
+}
+TEST(Gemm, AlphaBetaAndPadding) {
+  for_each_gemm_backend([] { check_scaling_and_padding(&gemm); });
+}
+TEST(Gemm, ParallelBlocksMatchReference) {
+  for_each_gemm_backend([] { check_parallel_shapes(&gemm); });
+}
+
+TEST(Gemm, BackendChoiceIsReportedAndPinnable) {
+  set_gemm_backend(GemmBackend::OpenBlas);
+  EXPECT_EQ(gemm_backend(), GemmBackend::OpenBlas);
+  EXPECT_EQ(gemm_backend_description().rfind("openblas (core ", 0), 0u);
+  set_gemm_backend(GemmBackend::Portable);
+  EXPECT_EQ(gemm_backend(), GemmBackend::Portable);
+  EXPECT_EQ(gemm_backend_description().rfind("portable (OpenBLAS core ", 0), 0u);
+  set_gemm_backend(GemmBackend::Auto);
+  EXPECT_NE(gemm_backend(), GemmBackend::Auto);  // resolved to a concrete backend
+}
+
+TEST(GemmPortable, MatchesReferenceAllTransposes) {
+  for_each_simd_target([](const SimdTarget&) { check_all_shapes(&gemm_portable); });
+}
+TEST(GemmPortable, AlphaBetaAndPadding) {
+  for_each_simd_target([](const SimdTarget&) { check_scaling_and_padding(&gemm_portable); });
+}
+TEST(GemmPortable, ParallelTilesMatchReference) {
+  for_each_simd_target([](const SimdTarget&) { check_parallel_shapes(&gemm_portable); });
+}
+
+// k == 0: C = beta·C, and beta == 0 overwrites even NaN. m or n == 0: nothing written.
+void check_degenerate(GemmFn fn) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> c(6, nan);
+  fn(make_spec(2, 3, 0, false, false), nullptr, nullptr, c.data());
+  for (float v : c) EXPECT_EQ(v, 0.0f);
+  std::vector<float> c2 = {1, 2, 3, 4, 5, 6};
+  fn(make_spec(2, 3, 0, true, true, 0, 1.0, 2.0), nullptr, nullptr, c2.data());
+  EXPECT_EQ(c2, (std::vector<float>{2, 4, 6, 8, 10, 12}));
+  std::vector<float> c3 = {7};
+  fn(make_spec(0, 1, 4, false, false), nullptr, nullptr, c3.data());
+  fn(make_spec(1, 0, 4, false, false), nullptr, nullptr, c3.data());
+  EXPECT_EQ(c3[0], 7.0f);
+}
+
+TEST(Gemm, DegenerateSizes) {
+  for_each_gemm_backend([] { check_degenerate(&gemm); });
+}
+TEST(GemmPortable, DegenerateSizes) {
+  for_each_simd_target([](const SimdTarget&) { check_degenerate(&gemm_portable); });
+}
+
+void check_batched_against_ref() {
+  for (int t = 0; t < 4; ++t)
+    for (const auto& [m, n, k] : {std::array<int64_t, 3>{7, 16, 65},
+                                  std::array<int64_t, 3>{300, 40, 200}}) {
+      const GemmSpec s = make_spec(m, n, k, t & 1, t & 2, 1, 0.75, 0.25);
+      BatchStrides st;
+      st.batch = 3;
+      st.a = a_rows(s) * s.lda + 11;  // gaps between matrices
+      st.b = b_rows(s) * s.ldb + 5;
+      st.c = s.m * s.ldc + 2;
+      const std::vector<float> a = random_floats(st.a * st.batch, seed_for(m, t));
+      const std::vector<float> b = random_floats(st.b * st.batch, seed_for(n, t));
+      std::vector<float> got = random_floats(st.c * st.batch, seed_for(k, t));
+      std::vector<float> want = got;
+      gemm_batched(s, st, a.data(), b.data(), got.data());
+      ref::gemm_batched(s, st, a.data(), b.data(), want.data());
+      // Same bound as above with |a|,|b| <= 1: k·u·k is loose but enough per element.
+      EXPECT_TRUE(testing::all_close(got, want, {0, double(k + 4) * FLT_EPSILON * double(k), 0}))
+          << describe(s);
+    }
+}
+
+TEST(GemmBatched, MatchesReference) {
+  for_each_gemm_backend(check_batched_against_ref);
+}
+
+// Results must not depend on the thread count (fixed blocks, see gemm.cpp).
+class ThreadCountGuard {
+ public:
+  ThreadCountGuard() : saved_(num_threads()) {}
+  ~ThreadCountGuard() { set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
+
+template <class Run>
+void expect_same_for_1_and_2_threads(const Run& run) {
+  ThreadCountGuard guard;
+  set_num_threads(1);
+  const std::vector<float> one = run();
+  set_num_threads(2);
+  const std::vector<float> two = run();
+  EXPECT_TRUE(bitwise_equal(one, two));
+}
+
+TEST(Gemm, BitwiseIdenticalForOneAndTwoThreads) {
+  for (int t = 0; t < 4; ++t)
+    for (const auto& [m, n, k] : {std::array<int64_t, 3>{515, 300, 257},
+                                  std::array<int64_t, 3>{64, 1100, 300}}) {
+      const GemmSpec s = make_spec(m, n, k, t & 1, t & 2);
+      const std::vector<float> a = random_floats(a_rows(s) * s.lda, seed_for(m, t));
+      const std::vector<float> b = random_floats(b_rows(s) * s.ldb, seed_for(n, t));
+      for_each_gemm_backend([&] {
+        for (GemmFn fn : {GemmFn{&gemm}, GemmFn{&gemm_portable}})
+          expect_same_for_1_and_2_threads([&] {
+            std::vector<float> c(static_cast<size_t>(s.m * s.ldc));
+            fn(s, a.data(), b.data(), c.data());
+            return c;
+          });
+      });
+    }
+}
+
+TEST(GemmBatched, BitwiseIdenticalForOneAndTwoThreads) {
+  const GemmSpec s = make_spec(260, 64, 300, false, true);
+  BatchStrides st;
+  st.batch = 4;
+  st.a = s.m * s.lda, st.b = s.n * s.ldb, st.c = s.m * s.ldc;
+  const std::vector<float> a = random_floats(st.a * st.batch, 1);
+  const std::vector<float> b = random_floats(st.b * st.batch, 2);
+  for_each_gemm_backend([&] {
+    expect_same_for_1_and_2_threads([&] {
+      std::vector<float> c(static_cast<size_t>(st.c * st.batch));
+      gemm_batched(s, st, a.data(), b.data(), c.data());
+      return c;
+    });
+  });
+}
+
+}  // namespace
+}  // namespace qkv::kernels
