@@ -11,6 +11,7 @@ packages=(
   libhwy-dev                         # Highway: portable SIMD with runtime dispatch
   libgtest-dev libgmock-dev          # unit tests
   libbenchmark-dev                   # bench/
+  clang-format                       # style check (a test)
 )
 
 missing=()

@@ -17,8 +17,8 @@ std::size_t physical_memory_bytes() noexcept {
 
 namespace detail {
 std::size_t checked_array_bytes(std::size_t count, std::size_t element_size) {
-  QKV_CHECK(element_size == 0 || count <= SIZE_MAX / element_size, ResourceError,
-            "allocation of ", count, " elements of ", element_size, " bytes overflows size_t");
+  QKV_CHECK(element_size == 0 || count <= SIZE_MAX / element_size, ResourceError, "allocation of ",
+            count, " elements of ", element_size, " bytes overflows size_t");
   return count * element_size;
 }
 }  // namespace detail
@@ -28,16 +28,19 @@ void* aligned_alloc_bytes(std::size_t bytes) {
   const std::size_t physical = physical_memory_bytes();
   QKV_CHECK(physical == 0 || bytes <= physical, ResourceError, "cannot allocate ",
             bytes / (1024.0 * 1024.0 * 1024.0), " GiB: the machine has ",
-            physical / (1024.0 * 1024.0 * 1024.0), " GiB of memory (reduce the batch or model size)");
+            physical / (1024.0 * 1024.0 * 1024.0),
+            " GiB of memory (reduce the batch or model size)");
   QKV_CHECK(bytes <= SIZE_MAX - kAlignment, ResourceError, "allocation of ", bytes,
             " bytes is too large");
   const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   void* p = std::aligned_alloc(kAlignment, rounded);
-  QKV_CHECK(p != nullptr, ResourceError, "out of memory allocating ",
-            rounded / (1024.0 * 1024.0), " MiB");
+  QKV_CHECK(p != nullptr, ResourceError, "out of memory allocating ", rounded / (1024.0 * 1024.0),
+            " MiB");
   return p;
 }
 
-void aligned_free(void* p) noexcept { std::free(p); }
+void aligned_free(void* p) noexcept {
+  std::free(p);
+}
 
 }  // namespace qkv

@@ -14,8 +14,8 @@ std::string format_where(const std::source_location& loc) {
 }
 
 void dcheck_failed(const char* cond, const std::source_location& loc) noexcept {
-  std::fprintf(stderr, "qkv: internal check failed: %s at %s:%u (%s)\n", cond,
-               loc.file_name(), static_cast<unsigned>(loc.line()), loc.function_name());
+  std::fprintf(stderr, "qkv: internal check failed: %s at %s:%u (%s)\n", cond, loc.file_name(),
+               static_cast<unsigned>(loc.line()), loc.function_name());
   std::abort();
 }
 

@@ -15,7 +15,8 @@ LogLevel initial_level() {
   try {
     return parse_log_level(env);
   } catch (const ConfigError&) {
-    std::fprintf(stderr, "[qkv warning] ignoring QKV_LOG_LEVEL=%s (use debug|info|warning|error|off)\n",
+    std::fprintf(stderr,
+                 "[qkv warning] ignoring QKV_LOG_LEVEL=%s (use debug|info|warning|error|off)\n",
                  env);
     return LogLevel::Info;
   }
@@ -28,8 +29,12 @@ std::atomic<LogLevel>& level_slot() {
 
 }  // namespace
 
-void set_log_level(LogLevel level) noexcept { level_slot().store(level); }
-LogLevel log_level() noexcept { return level_slot().load(std::memory_order_relaxed); }
+void set_log_level(LogLevel level) noexcept {
+  level_slot().store(level);
+}
+LogLevel log_level() noexcept {
+  return level_slot().load(std::memory_order_relaxed);
+}
 
 LogLevel parse_log_level(std::string_view name) {
   if (name == "debug") return LogLevel::Debug;

@@ -45,26 +45,33 @@ PhiloxCounter CounterRng::block(uint64_t block_index) const noexcept {
   return philox4x32_10(counter, key);
 }
 
-uint32_t CounterRng::bits(uint64_t index) const noexcept { return block(index >> 2)[index & 3]; }
+uint32_t CounterRng::bits(uint64_t index) const noexcept {
+  return block(index >> 2)[index & 3];
+}
 
-float CounterRng::uniform(uint64_t index) const noexcept { return to_unit_float(bits(index)); }
+float CounterRng::uniform(uint64_t index) const noexcept {
+  return to_unit_float(bits(index));
+}
 
 float CounterRng::normal(uint64_t index) const noexcept {
   const PhiloxCounter b = block(index);
   // u1 in (0, 1] so log(u1) is finite.
   const double u1 = (static_cast<double>(b[0] >> 8) + 1.0) * 0x1.0p-24;
   const double u2 = static_cast<double>(b[1] >> 8) * 0x1.0p-24;
-  return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) *
-                            std::cos(2.0 * std::numbers::pi * u2));
+  return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2));
 }
 
 uint32_t Rng::next_u32() noexcept {
   return CounterRng(state_.seed, state_.stream).bits(state_.position++);
 }
 
-float Rng::uniform() noexcept { return to_unit_float(next_u32()); }
+float Rng::uniform() noexcept {
+  return to_unit_float(next_u32());
+}
 
-float Rng::uniform(float low, float high) noexcept { return low + (high - low) * uniform(); }
+float Rng::uniform(float low, float high) noexcept {
+  return low + (high - low) * uniform();
+}
 
 float Rng::normal() noexcept {
   // Normals use their own block per draw so positions stay one counter per call.

@@ -79,7 +79,7 @@ class ThreadPool {
     int64_t begin, end, grain, chunks;
     std::atomic<int64_t> next{0};
     std::atomic<bool> failed{false};
-    int active_workers = 0;  // guarded by mutex_
+    int active_workers = 0;    // guarded by mutex_
     std::exception_ptr error;  // guarded by error_mutex
     std::mutex error_mutex;
   };
@@ -171,11 +171,13 @@ ThreadPool& global_pool() {
 
 }  // namespace
 
-int num_threads() { return global_pool().size(); }
+int num_threads() {
+  return global_pool().size();
+}
 
 void set_num_threads(int n) {
-  QKV_CHECK(n >= 1 && n <= kMaxThreads, ConfigError, "--threads ", n,
-            " is out of range (use 1..", kMaxThreads, ")");
+  QKV_CHECK(n >= 1 && n <= kMaxThreads, ConfigError, "--threads ", n, " is out of range (use 1..",
+            kMaxThreads, ")");
   QKV_CHECK(!t_in_region, InternalError, "set_num_threads called inside a parallel region");
   std::lock_guard lock(g_pool_mutex);
   if (g_pool && g_pool->size() == n) return;
@@ -183,7 +185,9 @@ void set_num_threads(int n) {
   g_pool = std::make_unique<ThreadPool>(n);
 }
 
-bool in_parallel_region() noexcept { return t_in_region; }
+bool in_parallel_region() noexcept {
+  return t_in_region;
+}
 
 void parallel_for(int64_t begin, int64_t end, int64_t grain, ChunkFn fn) {
   QKV_CHECK(grain >= 1, ValueError, "parallel_for: grain must be >= 1, got ", grain);

@@ -6,18 +6,19 @@
 // Backward: dx_v = g·exp(x_v − lse) − g·ε/V, then dx_t −= g·(1 − ε)   (g = dloss).
 // Rows are independent; parallel_for splits rows, so results do not depend on the
 // thread count. Per-row scalars (lse, loss) are finished in double.
+#include "qkv/kernels/cross_entropy.h"
+
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
 
 #include "qkv/base/thread_pool.h"
-#include "qkv/kernels/cross_entropy.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cross_entropy.cpp"
+#include <hwy/contrib/math/math-inl.h>
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
-#include <hwy/contrib/math/math-inl.h>
 
 HWY_BEFORE_NAMESPACE();
 namespace qkv::kernels {
@@ -107,16 +108,15 @@ void ForwardImpl(const float* logits, const int32_t* targets, float* loss, float
       const double l = st.lse;
       lse[r] = static_cast<float>(l);
       const int32_t t = targets[r];
-      loss[r] = t == spec.ignore_index
-                    ? 0.0f
-                    : static_cast<float>(l - (1.0 - eps) * double(x[t]) -
-                                         eps / double(V) * double(st.sum_x));
+      loss[r] = t == spec.ignore_index ? 0.0f
+                                       : static_cast<float>(l - (1.0 - eps) * double(x[t]) -
+                                                            eps / double(V) * double(st.sum_x));
     }
   });
 }
 
-void BackwardImpl(const float* logits, const int32_t* targets, const float* lse,
-                  const float* dloss, float* dlogits, const CrossEntropySpec& spec) {
+void BackwardImpl(const float* logits, const int32_t* targets, const float* lse, const float* dloss,
+                  float* dlogits, const CrossEntropySpec& spec) {
   const int64_t V = spec.vocab;
   const double eps = spec.label_smoothing;
   ForRows(spec.rows, V, [&](int64_t r0, int64_t r1) {

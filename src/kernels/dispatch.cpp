@@ -25,6 +25,8 @@ std::string active_simd_target() {
   return hwy::TargetName(supported & -supported);
 }
 
-void force_simd_target(int64_t bits) { hwy::SetSupportedTargetsForTest(bits); }
+void force_simd_target(int64_t bits) {
+  hwy::SetSupportedTargetsForTest(bits);
+}
 
 }  // namespace qkv::kernels

@@ -10,12 +10,13 @@
 //
 // uniform(j) = (bits >> 8)·2^-24, so uniform >= p  <=>  (bits >> 8) >= ceil(p·2^24),
 // an exact integer test (p·2^24 is exact in double; both sides are integers < 2^25).
+#include "qkv/kernels/dropout.h"
+
 #include <cmath>
 #include <cstdint>
 
 #include "qkv/base/rng.h"
 #include "qkv/base/thread_pool.h"
-#include "qkv/kernels/dropout.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/dropout.cpp"

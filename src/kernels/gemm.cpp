@@ -104,8 +104,12 @@ void run_block(const GemmSpec& s, const Blocking& bl, int64_t blk, const float* 
               static_cast<int>(s.ldb), static_cast<float>(s.beta), c, static_cast<int>(s.ldc));
 }
 
-bool degenerate(const GemmSpec& s) noexcept { return s.m <= 0 || s.n <= 0; }
-bool scale_only(const GemmSpec& s) noexcept { return s.k <= 0 || s.alpha == 0.0; }
+bool degenerate(const GemmSpec& s) noexcept {
+  return s.m <= 0 || s.n <= 0;
+}
+bool scale_only(const GemmSpec& s) noexcept {
+  return s.k <= 0 || s.alpha == 0.0;
+}
 
 void check_spec(const GemmSpec& s) noexcept {
   // Leading dimensions must cover the stored row length (cblas would print an error
@@ -131,8 +135,8 @@ void gemm(const GemmSpec& spec, const float* a, const float* b, float* c) noexce
   });
 }
 
-void gemm_batched(const GemmSpec& spec, const BatchStrides& strides, const float* a,
-                  const float* b, float* c) noexcept {
+void gemm_batched(const GemmSpec& spec, const BatchStrides& strides, const float* a, const float* b,
+                  float* c) noexcept {
   if (strides.batch <= 0 || degenerate(spec)) return;
   if (scale_only(spec)) {
     for (int64_t i = 0; i < strides.batch; ++i) scale_c(spec, c + i * strides.c);

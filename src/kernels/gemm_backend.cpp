@@ -75,7 +75,9 @@ void set_gemm_backend(GemmBackend backend) noexcept {
   backend_slot().store(resolved);
 }
 
-GemmBackend gemm_backend() noexcept { return backend_slot().load(std::memory_order_relaxed); }
+GemmBackend gemm_backend() noexcept {
+  return backend_slot().load(std::memory_order_relaxed);
+}
 
 std::string gemm_backend_description() {
   const std::string core = openblas_core();

@@ -8,10 +8,10 @@
 //   unit-stride kernel); an MR × NR register-blocked micro-kernel then does rank-1
 //   updates: per step one broadcast of A, two vector loads of B, 2·MR FMAs.
 // Packing buffers are fixed-size stack arrays (no heap): ~360 KiB of stack with
-// AVX-512, well within the 8 MiB default of the main thread and std::thread. Tiles run in parallel over
-// qkv's pool; every C element is produced by the same micro-kernel sequence (k sliced
-// at fixed kKC boundaries) whatever tile or thread computes it, so results do not
-// depend on the thread count.
+// AVX-512, well within the 8 MiB default of the main thread and std::thread. Tiles run in parallel
+// over qkv's pool; every C element is produced by the same micro-kernel sequence (k sliced at fixed
+// kKC boundaries) whatever tile or thread computes it, so results do not depend on the thread
+// count.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -49,9 +49,9 @@ constexpr int64_t kSerialWork = int64_t{1} << 21;
 //   first slice: C = alpha·acc + beta·C (beta == 0: C = alpha·acc, old C never read)
 //   later ones:  C += alpha·acc.
 // ap (kc, kMR) packed; bp (kc, kNR) packed; c (mr, nr) valid part of the block.
-HWY_INLINE void MicroKernel(int64_t kc, const float* HWY_RESTRICT ap,
-                            const float* HWY_RESTRICT bp, float* c, int64_t ldc, int64_t mr,
-                            int64_t nr, bool first, float alpha, float beta) {
+HWY_INLINE void MicroKernel(int64_t kc, const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp,
+                            float* c, int64_t ldc, int64_t mr, int64_t nr, bool first, float alpha,
+                            float beta) {
   const DF d;
   VF acc0[kMR], acc1[kMR];
 #pragma GCC unroll 16
@@ -102,7 +102,7 @@ void PackA(const GemmSpec& s, const float* a, int64_t i0, int64_t mc, int64_t p0
   for (int64_t ip = 0; ip < mc; ip += kMR) {
     const int64_t rows = std::min(kMR, mc - ip);
     float* panel = dst + ip * kc;  // (kc, kMR)
-    if (s.trans_a) {  // A stored (k, m): a row of A holds consecutive i
+    if (s.trans_a) {               // A stored (k, m): a row of A holds consecutive i
       for (int64_t p = 0; p < kc; ++p) {
         const float* src = a + (p0 + p) * s.lda + i0 + ip;  // (rows)
         for (int64_t r = 0; r < rows; ++r) panel[p * kMR + r] = src[r];
@@ -126,7 +126,7 @@ void PackB(const GemmSpec& s, const float* b, int64_t p0, int64_t kc, int64_t j0
   for (int64_t jp = 0; jp < nc; jp += kNR) {
     const int64_t cols = std::min(kNR, nc - jp);
     float* panel = dst + jp * kc;  // (kc, kNR)
-    if (s.trans_b) {  // B stored (n, k): read each column of op(B) contiguously
+    if (s.trans_b) {               // B stored (n, k): read each column of op(B) contiguously
       for (int64_t j = 0; j < cols; ++j) {
         const float* src = b + (j0 + jp + j) * s.ldb + p0;  // (kc)
         for (int64_t p = 0; p < kc; ++p) panel[p * kNR + j] = src[p];
@@ -155,9 +155,8 @@ void Tile(const GemmSpec& s, const float* a, const float* b, float* c, int64_t i
     PackB(s, b, p0, kc, j0, nc, bpack);
     for (int64_t jp = 0; jp < nc; jp += kNR)    // B micro-panel stays in L1 ...
       for (int64_t ip = 0; ip < mc; ip += kMR)  // ... while A micro-panels stream by
-        MicroKernel(kc, apack + ip * kc, bpack + jp * kc, c + (i0 + ip) * s.ldc + j0 + jp,
-                    s.ldc, std::min(kMR, mc - ip), std::min(kNR, nc - jp), p0 == 0, alpha,
-                    beta);
+        MicroKernel(kc, apack + ip * kc, bpack + jp * kc, c + (i0 + ip) * s.ldc + j0 + jp, s.ldc,
+                    std::min(kMR, mc - ip), std::min(kNR, nc - jp), p0 == 0, alpha, beta);
   }
 }
 

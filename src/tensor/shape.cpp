@@ -7,7 +7,8 @@
 
 namespace qkv {
 
-Shape::Shape(std::initializer_list<int64_t> dims) : Shape(std::span<const int64_t>(dims.begin(), dims.size())) {}
+Shape::Shape(std::initializer_list<int64_t> dims)
+    : Shape(std::span<const int64_t>(dims.begin(), dims.size())) {}
 
 Shape::Shape(std::span<const int64_t> dims) {
   QKV_CHECK(dims.size() <= size_t(kMaxRank), ShapeError, "rank ", dims.size(),
@@ -26,7 +27,9 @@ int Shape::axis(int i, const char* what) const {
   return i < 0 ? i + rank_ : i;
 }
 
-int64_t Shape::dim(int i) const { return dims_[size_t(axis(i, "dim"))]; }
+int64_t Shape::dim(int i) const {
+  return dims_[size_t(axis(i, "dim"))];
+}
 
 int64_t Shape::numel() const {
   int64_t n = 1;
@@ -74,7 +77,9 @@ bool operator==(const Shape& a, const Shape& b) noexcept {
   return true;
 }
 
-std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << s.str(); }
+std::ostream& operator<<(std::ostream& os, const Shape& s) {
+  return os << s.str();
+}
 
 Strides contiguous_strides(const Shape& s) noexcept {
   Strides st{};

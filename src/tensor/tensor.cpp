@@ -48,8 +48,8 @@ TensorView TensorView::transpose(int a, int b) const {
 
 TensorView TensorView::slice(int axis, int64_t begin, int64_t end) const {
   const int a = shape_.axis(axis, "slice axis");
-  QKV_CHECK(0 <= begin && begin <= end && end <= shape_[a], IndexError, "slice [", begin, ", ",
-            end, ") out of range for dim ", a, " of tensor ", describe(*this));
+  QKV_CHECK(0 <= begin && begin <= end && end <= shape_[a], IndexError, "slice [", begin, ", ", end,
+            ") out of range for dim ", a, " of tensor ", describe(*this));
   TensorView v = *this;
   v.shape_ = shape_.with_dim(a, end - begin);
   v.data_ = static_cast<char*>(data_) + begin * strides_[size_t(a)] * int64_t(dtype_size(dtype_));
@@ -57,8 +57,8 @@ TensorView TensorView::slice(int axis, int64_t begin, int64_t end) const {
 }
 
 TensorView TensorView::reshape(const Shape& shape) const {
-  QKV_CHECK(shape.numel() == numel(), ShapeError, "cannot reshape ", describe(*this), " to ",
-            shape, ": element counts differ");
+  QKV_CHECK(shape.numel() == numel(), ShapeError, "cannot reshape ", describe(*this), " to ", shape,
+            ": element counts differ");
   QKV_CHECK(is_contiguous(), ShapeError, "cannot reshape non-contiguous ", describe(*this),
             " (call contiguous() first)");
   return TensorView(data_, shape, dtype_);
@@ -138,7 +138,9 @@ Tensor Tensor::from(const Shape& shape, std::span<const double> values) {
   return from_values(shape, values);
 }
 
-Tensor Tensor::transpose(int a, int b) const { return Tensor(storage_, view_.transpose(a, b)); }
+Tensor Tensor::transpose(int a, int b) const {
+  return Tensor(storage_, view_.transpose(a, b));
+}
 Tensor Tensor::slice(int axis, int64_t begin, int64_t end) const {
   return Tensor(storage_, view_.slice(axis, begin, end));
 }
@@ -146,9 +148,13 @@ Tensor Tensor::reshape(const Shape& shape) const {
   return Tensor(storage_, view_.reshape(shape));
 }
 
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+Tensor Tensor::contiguous() const {
+  return is_contiguous() ? *this : clone();
+}
 
-Tensor Tensor::clone() const { return to(dtype()); }
+Tensor Tensor::clone() const {
+  return to(dtype());
+}
 
 Tensor Tensor::to(DType dtype) const {
   Tensor out = empty(shape(), dtype);

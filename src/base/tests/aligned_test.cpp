@@ -27,8 +27,12 @@ TEST(Aligned, AbsurdSizesRaiseResourceError) {
 
 TEST(Cpu, FeaturesAreConsistent) {
   const CpuFeatures& f = cpu_features();
-  if (f.avx512f) { EXPECT_TRUE(f.avx2); }
-  if (f.avx2) { EXPECT_TRUE(f.avx); }
+  if (f.avx512f) {
+    EXPECT_TRUE(f.avx2);
+  }
+  if (f.avx2) {
+    EXPECT_TRUE(f.avx);
+  }
   EXPECT_FALSE(describe_cpu_features(f).empty());
 }
 

@@ -5,7 +5,9 @@
 namespace qkv {
 namespace {
 
-void check_positive(int x) { QKV_CHECK(x > 0, ValueError, "x must be positive, got ", x); }
+void check_positive(int x) {
+  QKV_CHECK(x > 0, ValueError, "x must be positive, got ", x);
+}
 
 TEST(Error, CheckThrowsTypedErrorWithMessageAndLocation) {
   try {
@@ -17,7 +19,9 @@ TEST(Error, CheckThrowsTypedErrorWithMessageAndLocation) {
   }
 }
 
-TEST(Error, CheckPassesSilently) { EXPECT_NO_THROW(check_positive(1)); }
+TEST(Error, CheckPassesSilently) {
+  EXPECT_NO_THROW(check_positive(1));
+}
 
 TEST(Error, EveryKindIsAnError) {
   EXPECT_THROW(QKV_THROW(ShapeError, "s"), Error);

@@ -5,9 +5,9 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <thread>
-#include <stdexcept>
 #include <vector>
 
 #include "qkv/base/error.h"

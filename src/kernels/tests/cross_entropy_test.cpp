@@ -1,4 +1,6 @@
 // Fused cross-entropy forward/backward against the float64 reference, every SIMD target.
+#include "qkv/kernels/cross_entropy.h"
+
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -8,7 +10,6 @@
 
 #include "kernel_test_util.h"
 #include "qkv/base/thread_pool.h"
-#include "qkv/kernels/cross_entropy.h"
 
 namespace qkv::kernels {
 namespace {
@@ -53,17 +54,18 @@ Case make_case(int64_t rows, int64_t vocab, double eps, float range, int32_t ign
 //  - final rounding of lse / loss to float: half an ulp, i.e. u·|value|.
 void check_forward(const Case& c) {
   const int64_t R = c.spec.rows, V = c.spec.vocab;
-  std::vector<float> loss(static_cast<size_t>(R)), lse(static_cast<size_t>(R)), want_loss(static_cast<size_t>(R)), want_lse(static_cast<size_t>(R));
+  std::vector<float> loss(static_cast<size_t>(R)), lse(static_cast<size_t>(R)),
+      want_loss(static_cast<size_t>(R)), want_lse(static_cast<size_t>(R));
   cross_entropy_forward(c.logits.data(), c.targets.data(), loss.data(), lse.data(), c.spec);
-  ref::cross_entropy_forward(c.logits.data(), c.targets.data(), want_loss.data(),
-                             want_lse.data(), c.spec);
+  ref::cross_entropy_forward(c.logits.data(), c.targets.data(), want_loss.data(), want_lse.data(),
+                             c.spec);
   for (int64_t r = 0; r < R; ++r) {
     double abs_sum = 0;
     for (int64_t v = 0; v < V; ++v) abs_sum += std::fabs(c.logits[size_t(r * V + v)]);
     const double lse_tol = double(3 * V + 2) * kU + kU * std::fabs(want_lse[size_t(r)]) + FLT_MIN;
     EXPECT_NEAR(lse[size_t(r)], want_lse[size_t(r)], lse_tol) << "row " << r;
-    const double loss_tol = lse_tol + c.spec.label_smoothing * kU * abs_sum +
-                            kU * std::fabs(want_loss[size_t(r)]);
+    const double loss_tol =
+        lse_tol + c.spec.label_smoothing * kU * abs_sum + kU * std::fabs(want_loss[size_t(r)]);
     if (c.targets[size_t(r)] == c.spec.ignore_index)
       EXPECT_EQ(loss[size_t(r)], 0.0f) << "ignored row " << r;
     else
@@ -96,9 +98,9 @@ void check_backward(const Case& c) {
       }
       const double x = c.logits[i], l = lse[size_t(r)], g = std::fabs(dloss[size_t(r)]);
       const double p = std::exp(x - l);
-      const double tol =
-          g * (p * (kU * (std::fabs(x) + std::fabs(l)) + 4 * kU) +
-               2 * kU * c.spec.label_smoothing / double(V) + kU) + FLT_MIN;
+      const double tol = g * (p * (kU * (std::fabs(x) + std::fabs(l)) + 4 * kU) +
+                              2 * kU * c.spec.label_smoothing / double(V) + kU) +
+                         FLT_MIN;
       if (!(std::fabs(double(got[i]) - double(want[i])) <= tol) && bad++ < 3)
         ADD_FAILURE() << "dx[" << r << "," << v << "] = " << got[i] << " want " << want[i]
                       << " tol " << tol;
@@ -112,8 +114,8 @@ TEST(CrossEntropy, ForwardAndBackwardMatchReference) {
       for (int64_t R : {int64_t{1}, int64_t{7}, int64_t{17}})
         for (double eps : {0.0, 0.1})
           for (float range : {1.0f, 80.0f}) {
-            SCOPED_TRACE(::testing::Message() << "rows=" << R << " vocab=" << V << " eps=" << eps
-                                              << " range=" << range);
+            SCOPED_TRACE(::testing::Message()
+                         << "rows=" << R << " vocab=" << V << " eps=" << eps << " range=" << range);
             const Case c = make_case(R, V, eps, range, R == 7 ? 0 : -1);
             check_forward(c);
             check_backward(c);

@@ -1,4 +1,6 @@
 // dropout_forward/backward against the reference, on every SIMD target.
+#include "qkv/kernels/dropout.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,7 +9,6 @@
 
 #include "kernel_test_util.h"
 #include "qkv/base/thread_pool.h"
-#include "qkv/kernels/dropout.h"
 
 namespace qkv::kernels {
 namespace {

@@ -1,4 +1,6 @@
 // embedding_gather / embedding_scatter_add against the reference loops.
+#include "qkv/kernels/embedding.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -6,7 +8,6 @@
 
 #include "kernel_test_util.h"
 #include "qkv/base/thread_pool.h"
-#include "qkv/kernels/embedding.h"
 
 namespace qkv::kernels {
 namespace {

@@ -1,5 +1,7 @@
 // gemm (OpenBLAS, pool-parallel) and gemm_portable (own SIMD kernel, every target)
 // against ref::gemm, plus determinism across thread counts.
+#include "qkv/kernels/gemm.h"
+
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -12,7 +14,6 @@
 
 #include "kernel_test_util.h"
 #include "qkv/base/thread_pool.h"
-#include "qkv/kernels/gemm.h"
 
 namespace qkv::kernels {
 namespace {
@@ -25,8 +26,12 @@ using testing::seed_for;
 using GemmFn = void (*)(const GemmSpec&, const float*, const float*, float*) noexcept;
 
 // Stored shapes of A, B for a spec (row-major, leading dimension = row stride).
-int64_t a_rows(const GemmSpec& s) { return s.trans_a ? s.k : s.m; }
-int64_t b_rows(const GemmSpec& s) { return s.trans_b ? s.n : s.k; }
+int64_t a_rows(const GemmSpec& s) {
+  return s.trans_a ? s.k : s.m;
+}
+int64_t b_rows(const GemmSpec& s) {
+  return s.trans_b ? s.n : s.k;
+}
 
 GemmSpec make_spec(int64_t m, int64_t n, int64_t k, bool ta, bool tb, int64_t pad = 0,
                    double alpha = 1.0, double beta = 0.0) {
@@ -126,9 +131,9 @@ void check_scaling_and_padding(GemmFn fn) {
   for (int t = 0; t < 4; ++t)
     for (const auto& [alpha, beta] : ab)
       for (int64_t pad : {0, 5})
-        for (const auto& [m, n, k] : {std::array<int64_t, 3>{7, 17, 65},
-                                      std::array<int64_t, 3>{65, 64, 300},
-                                      std::array<int64_t, 3>{1, 63, 16}})
+        for (const auto& [m, n, k] :
+             {std::array<int64_t, 3>{7, 17, 65}, std::array<int64_t, 3>{65, 64, 300},
+              std::array<int64_t, 3>{1, 63, 16}})
           check_against_ref(fn, make_spec(m, n, k, t & 1, t & 2, pad, alpha, beta),
                             seed_for(m + pad, n, k + t));
 }
@@ -140,7 +145,6 @@ void check_parallel_shapes(GemmFn fn) {
     check_against_ref(fn, make_spec(90, 700, 130, t & 1, t & 2, 0), seed_for(t, 2));
   }
 }
-
 
 // gemm() and gemm_batched() are checked on both backends whatever Auto picks here.
 class ScopedGemmBackend {
@@ -158,7 +162,7 @@ void for_each_gemm_backend(const Body& body) {
   }
 }
 
-TEST(Gemm, MatchesReferenceAllTransposes) { 
+TEST(Gemm, MatchesReferenceAllTransposes) {
   for_each_gemm_backend([] { check_all_shapes(&gemm); });
 }
 TEST(Gemm, AlphaBetaAndPadding) {
@@ -213,8 +217,8 @@ TEST(GemmPortable, DegenerateSizes) {
 
 void check_batched_against_ref() {
   for (int t = 0; t < 4; ++t)
-    for (const auto& [m, n, k] : {std::array<int64_t, 3>{7, 16, 65},
-                                  std::array<int64_t, 3>{300, 40, 200}}) {
+    for (const auto& [m, n, k] :
+         {std::array<int64_t, 3>{7, 16, 65}, std::array<int64_t, 3>{300, 40, 200}}) {
       const GemmSpec s = make_spec(m, n, k, t & 1, t & 2, 1, 0.75, 0.25);
       BatchStrides st;
       st.batch = 3;
@@ -259,8 +263,8 @@ void expect_same_for_1_and_2_threads(const Run& run) {
 
 TEST(Gemm, BitwiseIdenticalForOneAndTwoThreads) {
   for (int t = 0; t < 4; ++t)
-    for (const auto& [m, n, k] : {std::array<int64_t, 3>{515, 300, 257},
-                                  std::array<int64_t, 3>{64, 1100, 300}}) {
+    for (const auto& [m, n, k] :
+         {std::array<int64_t, 3>{515, 300, 257}, std::array<int64_t, 3>{64, 1100, 300}}) {
       const GemmSpec s = make_spec(m, n, k, t & 1, t & 2);
       const std::vector<float> a = random_floats(a_rows(s) * s.lda, seed_for(m, t));
       const std::vector<float> b = random_floats(b_rows(s) * s.ldb, seed_for(n, t));

@@ -25,19 +25,33 @@ class Error : public std::runtime_error {
 };
 
 // Tensor shapes that do not fit together (the message names both shapes).
-class ShapeError : public Error { using Error::Error; };
+class ShapeError : public Error {
+  using Error::Error;
+};
 // An argument with a bad value: NaN where an index is needed, p outside [0, 1), ...
-class ValueError : public Error { using Error::Error; };
+class ValueError : public Error {
+  using Error::Error;
+};
 // An index outside its range (embedding id >= vocab size, ...).
-class IndexError : public Error { using Error::Error; };
+class IndexError : public Error {
+  using Error::Error;
+};
 // Reading or writing a file failed or the file is malformed (names the file).
-class IoError : public Error { using Error::Error; };
+class IoError : public Error {
+  using Error::Error;
+};
 // A flag or configuration value is invalid (names the flag).
-class ConfigError : public Error { using Error::Error; };
+class ConfigError : public Error {
+  using Error::Error;
+};
 // A request for more memory than is sensible or available.
-class ResourceError : public Error { using Error::Error; };
+class ResourceError : public Error {
+  using Error::Error;
+};
 // A broken internal invariant: a bug in qkv, not in the caller's input.
-class InternalError : public Error { using Error::Error; };
+class InternalError : public Error {
+  using Error::Error;
+};
 
 namespace detail {
 
@@ -63,10 +77,10 @@ template <class E, class... Args>
 // QKV_CHECK(cond, ErrorType, message parts...): throws ErrorType(message) when cond
 // is false. Message parts are streamed, e.g.
 //   QKV_CHECK(a.cols() == b.rows(), qkv::ShapeError, "matmul: ", a.shape(), " x ", b.shape());
-#define QKV_CHECK(cond, ErrorType, ...)                                                \
-  do {                                                                                 \
-    if (!(cond)) [[unlikely]]                                                          \
-      ::qkv::detail::raise<ErrorType>(std::source_location::current(), __VA_ARGS__);   \
+#define QKV_CHECK(cond, ErrorType, ...)                                              \
+  do {                                                                               \
+    if (!(cond)) [[unlikely]]                                                        \
+      ::qkv::detail::raise<ErrorType>(std::source_location::current(), __VA_ARGS__); \
   } while (0)
 
 // QKV_THROW(ErrorType, message parts...): unconditional form of QKV_CHECK.
@@ -76,10 +90,10 @@ template <class E, class... Args>
 // QKV_DCHECK(cond): an internal invariant, checked in debug builds (and in the ci
 // preset) only. Prints and aborts: usable inside noexcept kernels.
 #if !defined(NDEBUG) || defined(QKV_ENABLE_DCHECK)
-#define QKV_DCHECK(cond)                                                               \
-  do {                                                                                 \
-    if (!(cond)) [[unlikely]]                                                          \
-      ::qkv::detail::dcheck_failed(#cond, std::source_location::current());            \
+#define QKV_DCHECK(cond)                                                    \
+  do {                                                                      \
+    if (!(cond)) [[unlikely]]                                               \
+      ::qkv::detail::dcheck_failed(#cond, std::source_location::current()); \
   } while (0)
 #else
 #define QKV_DCHECK(cond) \

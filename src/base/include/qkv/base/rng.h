@@ -53,7 +53,7 @@ class Rng {
   explicit Rng(State state) noexcept : state_(state) {}
 
   uint32_t next_u32() noexcept;
-  float uniform() noexcept;                      // [0, 1)
+  float uniform() noexcept;                       // [0, 1)
   float uniform(float low, float high) noexcept;  // [low, high)
   float normal() noexcept;                        // N(0, 1)
   // Uniform integer in [0, n), without modulo bias. n must be > 0.

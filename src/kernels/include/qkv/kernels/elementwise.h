@@ -8,11 +8,11 @@
 
 namespace qkv::kernels {
 
-void add(const float* a, const float* b, float* y, int64_t n) noexcept;    // y = a + b
-void sub(const float* a, const float* b, float* y, int64_t n) noexcept;    // y = a - b
-void mul(const float* a, const float* b, float* y, int64_t n) noexcept;    // y = a * b
-void scale(const float* x, float s, float* y, int64_t n) noexcept;         // y = s * x
-void axpy(float alpha, const float* x, float* y, int64_t n) noexcept;      // y += alpha * x
+void add(const float* a, const float* b, float* y, int64_t n) noexcept;  // y = a + b
+void sub(const float* a, const float* b, float* y, int64_t n) noexcept;  // y = a - b
+void mul(const float* a, const float* b, float* y, int64_t n) noexcept;  // y = a * b
+void scale(const float* x, float s, float* y, int64_t n) noexcept;       // y = s * x
+void axpy(float alpha, const float* x, float* y, int64_t n) noexcept;    // y += alpha * x
 // y[r, c] = x[r, c] + bias[c]; x, y (rows, cols), bias (cols).
 void add_bias(const float* x, const float* bias, float* y, int64_t rows, int64_t cols) noexcept;
 

@@ -41,7 +41,7 @@ void gemm(const GemmSpec& spec, const float* a, const float* b, float* c) noexce
 void gemm_portable(const GemmSpec& spec, const float* a, const float* b, float* c) noexcept;
 
 // `batch` independent products; matrix i of A starts at a + i·stride_a, etc.
-void gemm_batched(const GemmSpec& spec, const BatchStrides& strides, const float* a,
-                  const float* b, float* c) noexcept;
+void gemm_batched(const GemmSpec& spec, const BatchStrides& strides, const float* a, const float* b,
+                  float* c) noexcept;
 
 }  // namespace qkv::kernels

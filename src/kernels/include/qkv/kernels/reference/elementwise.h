@@ -55,10 +55,18 @@ void activation_forward(Activation f, const T* x, T* y, int64_t n) noexcept {
   for (int64_t i = 0; i < n; ++i) {
     const T v = x[i];
     switch (f) {
-      case Activation::Tanh: y[i] = std::tanh(v); break;
-      case Activation::Sigmoid: y[i] = T(1) / (T(1) + std::exp(-v)); break;
-      case Activation::Relu: y[i] = v > T(0) ? v : T(0); break;
-      case Activation::Gelu: y[i] = gelu(v); break;
+      case Activation::Tanh:
+        y[i] = std::tanh(v);
+        break;
+      case Activation::Sigmoid:
+        y[i] = T(1) / (T(1) + std::exp(-v));
+        break;
+      case Activation::Relu:
+        y[i] = v > T(0) ? v : T(0);
+        break;
+      case Activation::Gelu:
+        y[i] = gelu(v);
+        break;
     }
   }
 }
@@ -68,10 +76,18 @@ void activation_backward(Activation f, const T* x, const T* y, const T* dy, T* d
                          int64_t n) noexcept {
   for (int64_t i = 0; i < n; ++i) {
     switch (f) {
-      case Activation::Tanh: dx[i] = dy[i] * (T(1) - y[i] * y[i]); break;
-      case Activation::Sigmoid: dx[i] = dy[i] * y[i] * (T(1) - y[i]); break;
-      case Activation::Relu: dx[i] = x[i] > T(0) ? dy[i] : T(0); break;
-      case Activation::Gelu: dx[i] = dy[i] * gelu_derivative(x[i]); break;
+      case Activation::Tanh:
+        dx[i] = dy[i] * (T(1) - y[i] * y[i]);
+        break;
+      case Activation::Sigmoid:
+        dx[i] = dy[i] * y[i] * (T(1) - y[i]);
+        break;
+      case Activation::Relu:
+        dx[i] = x[i] > T(0) ? dy[i] : T(0);
+        break;
+      case Activation::Gelu:
+        dx[i] = dy[i] * gelu_derivative(x[i]);
+        break;
     }
   }
 }

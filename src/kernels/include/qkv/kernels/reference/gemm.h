@@ -36,7 +36,8 @@ void gemm(const GemmSpec& s, const T* a, const T* b, T* c) noexcept {
 }
 
 template <class T>
-void gemm_batched(const GemmSpec& s, const BatchStrides& st, const T* a, const T* b, T* c) noexcept {
+void gemm_batched(const GemmSpec& s, const BatchStrides& st, const T* a, const T* b,
+                  T* c) noexcept {
   for (int64_t i = 0; i < st.batch; ++i) gemm(s, a + i * st.a, b + i * st.b, c + i * st.c);
 }
 

@@ -65,7 +65,8 @@ void softmax_rows_backward(const T* y, const T* dy, T* dx, int64_t rows, int64_t
     const T* dyr = dy + r * cols;
     double inner = 0;
     for (int64_t c = 0; c < cols; ++c) inner += double(yr[c]) * double(dyr[c]);
-    for (int64_t c = 0; c < cols; ++c) dx[r * cols + c] = T(double(yr[c]) * (double(dyr[c]) - inner));
+    for (int64_t c = 0; c < cols; ++c)
+      dx[r * cols + c] = T(double(yr[c]) * (double(dyr[c]) - inner));
   }
 }
 
