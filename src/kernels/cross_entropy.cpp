@@ -16,8 +16,10 @@
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cross_entropy.cpp"
-#include <hwy/contrib/math/math-inl.h>
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
+// Order matters: the Highway headers below come after foreach_target.h.
+
+#include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
 
 HWY_BEFORE_NAMESPACE();

@@ -4,7 +4,8 @@
 // around the GEMM, or GEMMs issued from inside a parallel_for), and its split of the
 // work depends on its thread count, so results would change with --threads. Instead
 // OpenBLAS is pinned to one thread and a large product is cut into FIXED blocks of C
-// (whole rows, or whole columns when C is wide), chosen from (m, n, k) alone. Every
+// (whole rows, or whole columns when C is wide), chosen from (m, n, k) and the
+// machine's core count, never from the thread count. Every
 // element of C is then computed by the same single-threaded cblas_sgemm call on the
 // same sub-problem whatever the thread count, hence bitwise identical results.
 #include "qkv/kernels/gemm.h"
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <thread>
 
 #include "qkv/base/error.h"
 #include "qkv/base/thread_pool.h"
@@ -20,21 +22,18 @@
 namespace qkv::kernels {
 namespace {
 
-// Products below this many multiply-adds (m·n·k) run as one call: splitting them
-// would cost more in pool hand-off and repacking than it saves (2^21 ≈ 64·128·256,
-// about 40 µs on one AVX-512 core).
-constexpr int64_t kSerialWork = int64_t{1} << 21;
-// At most this many blocks per product. Enough to balance a handful of threads; more
-// would only repack B (row blocks) or A (column blocks) more often.
-constexpr int64_t kMaxBlocks = 16;
-// Smallest block edge. Each row block re-packs all of op(B) (k·n values) for
-// block·n·k multiply-adds, so the repacking overhead is about (FMA/cycle) /
-// (block · packed values/cycle) ≈ 32 / (256 · 4) ≈ 3% at 256 rows; measured on an
-// AVX-512 core, 128-row blocks cost 10-17% of single-threaded OpenBLAS speed at
-// n = k = 1024..2048, 256-row blocks a few %. Dimensions below 2·256 still split in
-// two 128+ halves so mid-sized products use two threads.
-constexpr int64_t kMinBlock = 256;
-constexpr int64_t kMinBlockSmall = 128;
+// Products below this many multiply-adds (m·n·k) run as one call. Splitting costs a
+// pool hand-off and, per extra block, one more packing of the shared operand by
+// OpenBLAS; measured on an AVX-512 core (OPENBLAS_CORETYPE=SkylakeX), a 256³ product
+// cut in two runs 7% slower on one thread, so only larger products are split.
+constexpr int64_t kSerialWork = int64_t{1} << 24;  // 256³
+// Block edges are at least this long (rows or columns of C).
+constexpr int64_t kMinBlock = 128;
+// Upper bound on blocks per product, whatever the machine.
+constexpr int64_t kMaxBlocks = 64;
+// gemm_batched groups small matrices into chunks of about this many multiply-adds, to
+// amortise the pool hand-off (2^21 ≈ 64·128·256, about 40 µs on one AVX-512 core).
+constexpr int64_t kBatchChunkWork = int64_t{1} << 21;
 // Block edges are multiples of this so blocks align with OpenBLAS's register tiles.
 constexpr int64_t kBlockAlign = 16;
 
@@ -54,18 +53,22 @@ struct Blocking {
   int64_t count = 1;  // number of blocks
 };
 
-// Depends on (m, n, k) only -- the determinism guarantee rests on this.
+// One block per core of the machine, fewer for small products. Each extra block
+// repacks op(B) (row blocks) or op(A) (column blocks) in OpenBLAS, which measured 1.5-2%
+// per block at 512 to 2048 rows with a SkylakeX core; so the count follows the cores,
+// not a fixed fine grain. It depends on (m, n, k) and the machine's core count only --
+// never on --threads -- so results are bitwise identical for any thread count.
 Blocking choose_blocking(int64_t m, int64_t n, int64_t k) noexcept {
+  static const int64_t cores =
+      std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, kMaxBlocks);
   Blocking b;
   b.by_rows = m >= n;
   const int64_t dim = b.by_rows ? m : n;
   b.size = dim;
-  const int64_t min_block = dim < 2 * kMinBlock ? kMinBlockSmall : kMinBlock;
-  if (m * n * k < 2 * kSerialWork || dim < 2 * min_block) return b;
-  const int64_t wanted = std::min(kMaxBlocks, m * n * k / kSerialWork);
+  const int64_t wanted = std::min({cores, m * n * k / kSerialWork, dim / kMinBlock});
+  if (wanted <= 1) return b;
   int64_t size = (dim + wanted - 1) / wanted;
-  size = (size + kBlockAlign - 1) / kBlockAlign * kBlockAlign;
-  b.size = std::max(size, min_block);
+  b.size = (size + kBlockAlign - 1) / kBlockAlign * kBlockAlign;
   b.count = (dim + b.size - 1) / b.size;
   return b;
 }
@@ -147,7 +150,7 @@ void gemm_batched(const GemmSpec& spec, const BatchStrides& strides, const float
     // Matrices in parallel; each gemm_portable call then runs its tiles serially (a
     // nested parallel_for), which gives the same result as running them in parallel.
     const int64_t work = std::max<int64_t>(1, spec.m * spec.n * spec.k);
-    parallel_for(0, strides.batch, std::max<int64_t>(1, kSerialWork / work),
+    parallel_for(0, strides.batch, std::max<int64_t>(1, kBatchChunkWork / work),
                  [&](int64_t lo, int64_t hi) {
                    for (int64_t i = lo; i < hi; ++i)
                      gemm_portable(spec, a + i * strides.a, b + i * strides.b, c + i * strides.c);
@@ -156,13 +159,13 @@ void gemm_batched(const GemmSpec& spec, const BatchStrides& strides, const float
   }
   ensure_openblas_single_threaded();
   // Tasks are (matrix, block) pairs. How tasks are grouped into chunks does not affect
-  // any result (each block is its own call), so the grain is free to target ~one
-  // kSerialWork of multiply-adds per chunk to amortise the pool hand-off.
+  // any result (each block is its own call), so the grain is free to target about
+  // kBatchChunkWork multiply-adds per chunk.
   const Blocking bl = choose_blocking(spec.m, spec.n, spec.k);
   const int64_t tasks = strides.batch * bl.count;
   const int64_t block_work =
       (bl.by_rows ? bl.size * spec.n : spec.m * bl.size) * spec.k;  // multiply-adds
-  const int64_t grain = std::max<int64_t>(1, kSerialWork / std::max<int64_t>(1, block_work));
+  const int64_t grain = std::max<int64_t>(1, kBatchChunkWork / std::max<int64_t>(1, block_work));
   parallel_for(0, tasks, grain, [&](int64_t lo, int64_t hi) {
     for (int64_t t = lo; t < hi; ++t) {
       const int64_t i = t / bl.count, blk = t % bl.count;
