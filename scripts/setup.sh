@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev          # unit tests
   libbenchmark-dev                   # bench/
   clang-format                       # style check (a test)
+  python3                            # bench/run_kernels.sh prints its table with it
 )
 
 missing=()

@@ -21,7 +21,7 @@ int main() {
   for (int step = 0; step < 50; ++step) {
     weight.zero_grad();
     autograd::Variable logits = autograd::matmul(autograd::Variable(inputs), weight);
-    autograd::Variable loss = autograd::cross_entropy(logits, targets);
+    autograd::Variable loss = autograd::cross_entropy(logits, targets, {.label_smoothing = 0.1});
     autograd::backward(loss);
     last = loss.value().data<float>()[0];
     if (step == 0) first = last;
