@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/detail/parallel_rows.h"
 #include "qkv/base/thread_pool.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -36,9 +37,7 @@ constexpr int64_t kGrainFloats = int64_t{1} << 14;
 
 template <class F>
 void ForRows(int64_t rows, int64_t vocab, const F& f) {
-  const int64_t grain = vocab >= kGrainFloats ? 1 : kGrainFloats / (vocab > 0 ? vocab : 1);
-  if (rows <= grain) return f(int64_t{0}, rows);
-  parallel_for(0, rows, grain, f);
+  detail::parallel_rows(rows, vocab, kGrainFloats, f);
 }
 
 struct RowStats {

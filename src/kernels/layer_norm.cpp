@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/detail/parallel_rows.h"
 #include "qkv/base/thread_pool.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -32,12 +33,7 @@ constexpr int64_t kGrain = int64_t{1} << 14;
 
 template <class F>
 void ForRows(int64_t rows, int64_t cols, const F& f) {
-  if (rows <= 0) return;
-  const int64_t grain = cols >= kGrain ? 1 : kGrain / std::max<int64_t>(cols, 1);
-  if (rows <= grain)
-    f(int64_t{0}, rows);
-  else
-    parallel_for(0, rows, grain, f);
+  detail::parallel_rows(rows, cols, kGrain, f);
 }
 
 // Σ_c term(d, c) over [0, n): whole vectors into two accumulators (hides add

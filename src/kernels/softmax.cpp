@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "kernels/detail/parallel_rows.h"
 #include "qkv/base/thread_pool.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -37,12 +38,7 @@ constexpr int64_t kGrain = int64_t{1} << 13;
 
 template <class F>
 void ForRows(int64_t rows, int64_t cols, const F& f) {
-  if (rows <= 0) return;
-  const int64_t grain = cols >= kGrain ? 1 : kGrain / std::max<int64_t>(cols, 1);
-  if (rows <= grain)
-    f(int64_t{0}, rows);
-  else
-    parallel_for(0, rows, grain, f);
+  detail::parallel_rows(rows, cols, kGrain, f);
 }
 
 // Calls body(d, c) for the whole vectors of [0, n), then body(d1, c) for the tail with a
