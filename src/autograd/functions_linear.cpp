@@ -2,6 +2,7 @@
 // captures what the ops backward needs (inputs are shared handles: no copies).
 #include "detail/record.h"
 #include "qkv/autograd/functions.h"
+#include "qkv/ops/broadcast.h"
 #include "qkv/ops/elementwise.h"
 #include "qkv/ops/reduce.h"
 #include "qkv/ops/shape_ops.h"
@@ -18,6 +19,7 @@ const OpRegistration kAddBias("add_bias");
 const OpRegistration kSum("sum");
 const OpRegistration kMean("mean");
 const OpRegistration kSumLast("sum_last");
+const OpRegistration kPairwiseAdd("pairwise_add");
 const OpRegistration kTranspose("transpose");
 const OpRegistration kReshape("reshape");
 
@@ -93,6 +95,15 @@ Variable sum_last(const Variable& x) {
   return detail::record(kSumLast, ops::sum_last(x.value()), {x}, [x](const Tensor& dy) {
     accumulate(x, ops::sum_last_backward(dy, x.value().shape()));
   });
+}
+
+Variable pairwise_add(const Variable& a, const Variable& c) {
+  return detail::record(kPairwiseAdd, ops::pairwise_add(a.value(), c.value()), {a, c},
+                        [a, c](const Tensor& dy) {
+                          const ops::BinaryGrads g = ops::pairwise_add_backward(dy);
+                          accumulate(a, g.da);
+                          accumulate(c, g.db);
+                        });
 }
 
 Variable transpose(const Variable& x, int axis_a, int axis_b) {

@@ -13,6 +13,7 @@ const OpRegistration kRelu("relu");
 const OpRegistration kGelu("gelu");
 const OpRegistration kSoftmax("softmax");
 const OpRegistration kLogSoftmax("log_softmax");
+const OpRegistration kL2Normalize("l2_normalize");
 const OpRegistration kLayerNorm("layer_norm");
 const OpRegistration kEmbedding("embedding");
 const OpRegistration kCrossEntropy("cross_entropy");
@@ -59,6 +60,13 @@ Variable log_softmax(const Variable& x, const ops::SoftmaxMask& mask) {
   return detail::record(kLogSoftmax, y, {x}, [x, y](const Tensor& dy) {
     accumulate(x, ops::log_softmax_backward(dy, y));
   });
+}
+
+Variable l2_normalize(const Variable& x, double eps) {
+  return detail::record(kL2Normalize, ops::l2_normalize(x.value(), eps), {x},
+                        [x, eps](const Tensor& dy) {
+                          accumulate(x, ops::l2_normalize_backward(dy, x.value(), eps));
+                        });
 }
 
 Variable layer_norm(const Variable& x, const Variable& gamma, const Variable& beta, double eps) {

@@ -139,6 +139,17 @@ std::map<std::string, std::vector<GradCase>> build_table() {
   t["softmax"] = softmax_cases(false);
   t["log_softmax"] = softmax_cases(true);
   t["layer_norm"] = layer_norm_cases();
+  t["l2_normalize"] = {
+      unary("[3, 5]", {3, 5}, [](const Variable& x) { return l2_normalize(x); }),
+      unary("[2, 3, 7]", {2, 3, 7}, [](const Variable& x) { return l2_normalize(x); }),
+      unary("[4, 1]", {4, 1}, [](const Variable& x) { return l2_normalize(x); })};
+  t["pairwise_add"] = {
+      binary("[2, 3, 4] (+) [2, 5, 4]", {2, 3, 4}, {2, 5, 4}, pairwise_add),
+      binary("[1, 1, 1] (+) [1, 3, 1]", {1, 1, 1}, {1, 3, 1}, pairwise_add),
+      {"tanh of [2, 3, 2] (+) [2, 4, 2], then x x", {{2, 3, 2}, {2, 4, 2}}, [](const Vars& v) {
+         const Variable y = tanh(pairwise_add(v[0], v[1]));
+         return project(mul(y, y));
+       }}};
   t["embedding"] = embedding_cases();
   t["cross_entropy"] = cross_entropy_cases();
   t["dropout"] = {unary("[4, 5] p=0.3", {4, 5},

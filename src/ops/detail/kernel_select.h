@@ -75,6 +75,12 @@ inline float sum(const float* x, int64_t n) {
 inline double sum(const double* x, int64_t n) {
   return kernels::ref::sum(x, n);
 }
+inline float dot(const float* a, const float* b, int64_t n) {
+  return kernels::dot(a, b, n);
+}
+inline double dot(const double* a, const double* b, int64_t n) {
+  return kernels::ref::dot(a, b, n);
+}
 inline void sum_rows(const float* x, float* y, int64_t r, int64_t c) {
   kernels::sum_rows(x, y, r, c);
 }

@@ -4,12 +4,14 @@
 #include <limits>
 
 #include "qkv/ops/activation.h"
+#include "qkv/ops/broadcast.h"
 #include "qkv/ops/cross_entropy.h"
 #include "qkv/ops/dropout.h"
 #include "qkv/ops/elementwise.h"
 #include "qkv/ops/embedding.h"
 #include "qkv/ops/layer_norm.h"
 #include "qkv/ops/matmul.h"
+#include "qkv/ops/normalize.h"
 #include "qkv/ops/reduce.h"
 #include "qkv/ops/shape_ops.h"
 #include "qkv/ops/softmax.h"
@@ -273,6 +275,53 @@ TEST(BadInput, Dropout) {
     EXPECT_TRUE(throws_with<ValueError>([p] { ops::dropout_backward(f64({4}), {.p = p}); },
                                         {"dropout_backward: p"}));
   }
+}
+
+TEST(BadInput, L2Normalize) {
+  EXPECT_TRUE(throws_with<ShapeError>([] { ops::l2_normalize(f64({2, 0})); }, {"empty"}));
+  EXPECT_TRUE(throws_with<ShapeError>([] { ops::l2_normalize(f64({})); }, {"rank"}));
+  for (double eps : {0.0, -1.0, kNaN})
+    EXPECT_TRUE(throws_with<ValueError>([eps] { ops::l2_normalize(f64({2}), eps); }, {"eps"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [] {
+        ops::l2_normalize_backward(f64({2, 3}), f64({3, 2}));
+      },
+      {"f64[2, 3]", "f64[3, 2]"}));
+  EXPECT_TRUE(
+      throws_with<ValueError>([] { ops::l2_normalize_backward(f32({2}), f64({2})); }, {"mixed"}));
+}
+
+TEST(BadInput, PairwiseAdd) {
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [] {
+        ops::pairwise_add(f64({2, 3, 4}), f64({3, 5, 4}));
+      },
+      {"f64[2, 3, 4]", "f64[3, 5, 4]"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [] {
+        ops::pairwise_add(f64({2, 3, 4}), f64({2, 5, 3}));
+      },
+      {"[B, Tk, A]", "f64[2, 5, 3]"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [] {
+        ops::pairwise_add(f64({3, 4}), f64({2, 4}));
+      },
+      {"f64[3, 4]"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [] {
+        ops::pairwise_add(f64({2, 0, 4}), f64({2, 5, 4}));
+      },
+      {"empty"}));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [] {
+        ops::pairwise_add(f64({2, 3, 4}), f32({2, 5, 4}));
+      },
+      {"mixed"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [] {
+        ops::pairwise_add_backward(f64({2, 3, 4}));
+      },
+      {"f64[2, 3, 4]"}));
 }
 
 TEST(BadInput, UndefinedTensorsAreRejectedNotDereferenced) {

@@ -1,12 +1,14 @@
 #include "op_cases.h"
 
 #include "qkv/ops/activation.h"
+#include "qkv/ops/broadcast.h"
 #include "qkv/ops/cross_entropy.h"
 #include "qkv/ops/dropout.h"
 #include "qkv/ops/elementwise.h"
 #include "qkv/ops/embedding.h"
 #include "qkv/ops/layer_norm.h"
 #include "qkv/ops/matmul.h"
+#include "qkv/ops/normalize.h"
 #include "qkv/ops/reduce.h"
 #include "qkv/ops/shape_ops.h"
 #include "qkv/ops/softmax.h"
@@ -132,6 +134,14 @@ std::vector<OpCase> build_cases() {
   cases.push_back({"reshape", {{{3, 4, 5}}, {{12, 5}}}, [](const Views& in) {
                      return Outputs{ops::reshape(owned(in[0]), Shape{12, 5}),
                                     ops::reshape_backward(owned(in[1]), Shape{3, 4, 5})};
+                   }});
+  cases.push_back(
+      {"l2_normalize", {{{3, 4, 9}}, {{3, 4, 9}}}, [](const Views& in) {
+         return Outputs{ops::l2_normalize(in[0]), ops::l2_normalize_backward(in[1], in[0])};
+       }});
+  cases.push_back({"pairwise_add", {{{2, 3, 5}}, {{2, 4, 5}}, {{2, 3, 4, 5}}}, [](const Views& in) {
+                     const ops::BinaryGrads g = ops::pairwise_add_backward(in[2]);
+                     return Outputs{ops::pairwise_add(in[0], in[1]), g.da, g.db};
                    }});
   return cases;
 }

@@ -1,9 +1,11 @@
 // Values and laws the ops promise beyond matching the kernels.
+#include "qkv/ops/broadcast.h"
 #include "qkv/ops/cross_entropy.h"
 #include "qkv/ops/dropout.h"
 #include "qkv/ops/elementwise.h"
 #include "qkv/ops/embedding.h"
 #include "qkv/ops/matmul.h"
+#include "qkv/ops/normalize.h"
 #include "qkv/ops/reduce.h"
 #include "qkv/ops/softmax.h"
 #include "test_util.h"
@@ -93,6 +95,28 @@ TEST(OpsBehaviour, ReductionsOfKnownValues) {
   EXPECT_EQ(*ops::mean(x).data<double>(), 3.5);
   EXPECT_EQ(ops::sum_last(x).to_vector<double>(), (std::vector<double>{6, 15}));
   EXPECT_EQ(ops::sum(Tensor::zeros({0}, DType::F64)).to_vector<double>(), std::vector<double>{0});
+}
+
+TEST(OpsBehaviour, L2NormalizeGivesUnitRowsAndMapsZeroToZero) {
+  const Tensor x = t64({3, 2}, {3, 4, 0, 0, -1e-13, 0});
+  const Tensor y = ops::l2_normalize(x);
+  // Row 3 is below eps = 1e-12: divided by eps, not by its norm.
+  EXPECT_TRUE(all_close(y, t64({3, 2}, {0.6, 0.8, 0, 0, -0.1, 0}), 1e-15, 1e-12));
+  // The zero row's gradient is dy / eps: finite, never NaN.
+  const Tensor dx = ops::l2_normalize_backward(t64({3, 2}, {1, 1, 1e-12, 0, 0, 0}), x);
+  for (double v : dx.to_vector<double>()) EXPECT_TRUE(std::isfinite(v));
+  EXPECT_NEAR(dx.at<double>({1, 0}), 1.0, 1e-12);
+  // Gradient of a unit row is orthogonal to it: (dy − y (y·dy)) / n.
+  EXPECT_NEAR(dx.at<double>({0, 0}) * 0.6 + dx.at<double>({0, 1}) * 0.8, 0.0, 1e-15);
+}
+
+TEST(OpsBehaviour, PairwiseAddSmallExampleAndBackwardSums) {
+  const Tensor a = t64({1, 2, 1}, {1, 2}), c = t64({1, 3, 1}, {10, 20, 30});
+  EXPECT_EQ(ops::pairwise_add(a, c).to_vector<double>(),
+            (std::vector<double>{11, 21, 31, 12, 22, 32}));
+  const ops::BinaryGrads g = ops::pairwise_add_backward(t64({1, 2, 3, 1}, {1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(g.da.to_vector<double>(), (std::vector<double>{6, 15}));
+  EXPECT_EQ(g.db.to_vector<double>(), (std::vector<double>{5, 7, 9}));
 }
 
 }  // namespace

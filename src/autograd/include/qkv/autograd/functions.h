@@ -8,6 +8,7 @@
 #include "qkv/ops/cross_entropy.h"
 #include "qkv/ops/dropout.h"
 #include "qkv/ops/matmul.h"
+#include "qkv/ops/normalize.h"
 #include "qkv/ops/softmax.h"
 
 namespace qkv::autograd {
@@ -29,6 +30,8 @@ Variable sum(const Variable& x);
 Variable mean(const Variable& x);
 // x [..., C] -> [...].
 Variable sum_last(const Variable& x);
+// a [B, Tq, A], c [B, Tk, A] -> [B, Tq, Tk, A], out[b, i, j, :] = a[b, i, :] + c[b, j, :].
+Variable pairwise_add(const Variable& a, const Variable& c);
 // x -> a view with axes a and b swapped.
 Variable transpose(const Variable& x, int axis_a, int axis_b);
 // x -> x with `shape` (equal element count).
@@ -44,6 +47,8 @@ Variable gelu(const Variable& x);
 // x [..., C] -> [..., C]. The mask is a constant (no gradient into its bias).
 Variable softmax(const Variable& x, const ops::SoftmaxMask& mask = {});
 Variable log_softmax(const Variable& x, const ops::SoftmaxMask& mask = {});
+// x [..., D] -> x / max(|x|, eps) per row (cosine attention; see ops::l2_normalize).
+Variable l2_normalize(const Variable& x, double eps = ops::kL2NormalizeEps);
 // x [..., C], gamma [C], beta [C] -> [..., C].
 Variable layer_norm(const Variable& x, const Variable& gamma, const Variable& beta,
                     double eps = 1e-5);
