@@ -1,0 +1,147 @@
+// Multi-head attention as projections around the composed scaled-dot attend().
+#include "qkv/attention/multi_head.h"
+
+#include <cmath>
+#include <string_view>
+
+#include "detail/mask.h"
+#include "qkv/autograd/functions.h"
+
+namespace qkv::attention {
+namespace {
+
+using autograd::Variable;
+
+// Xavier/Glorot uniform (Glorot & Bengio 2010, eq. 16): U(−a, a), a = sqrt(6 / (fan_in +
+// fan_out)), so activations and gradients keep their variance through the projection.
+Variable xavier_uniform(int64_t rows, int64_t cols, Rng& rng) {
+  const float a = float(std::sqrt(6.0 / double(rows + cols)));
+  Tensor w = Tensor::empty({rows, cols}, DType::F32);
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = rng.uniform(-a, a);
+  return Variable(w, true);
+}
+
+void check_config(int64_t embed_dim, int64_t heads) {
+  QKV_CHECK(embed_dim > 0 && heads > 0 && embed_dim % heads == 0, ConfigError,
+            "MultiHeadAttention: embed_dim ", embed_dim, " is not a positive multiple of heads ",
+            heads);
+}
+
+void check_param(std::string_view name, const Variable& p, const Shape& expected, DType dtype,
+                 bool optional) {
+  if (optional && !p.defined()) return;
+  QKV_CHECK(p.defined(), ConfigError, "MultiHeadAttention: params.", name, " is undefined");
+  QKV_CHECK(p.value().shape() == expected, ShapeError, "MultiHeadAttention: params.", name, " ",
+            describe(p.value()), " should be ", expected);
+  QKV_CHECK(p.value().dtype() == dtype, ValueError, "MultiHeadAttention: params.", name, " ",
+            describe(p.value()), " has another dtype than params.wq (", dtype_name(dtype), ")");
+}
+
+// x [N, E] or [B, T, E] (flattened to [B·T, E]) -> x Wᵀ + b [N, E] (PyTorch's Linear
+// layout; b may be undefined: no bias).
+Variable linear(const Variable& x, const Variable& w, const Variable& b) {
+  const Shape& s = x.value().shape();
+  const Variable rows = s.rank() == 2 ? x : autograd::reshape(x, {s[0] * s[1], s[2]});
+  const Variable y =
+      autograd::matmul(rows, w, {.transpose_a = false, .transpose_b = true});  // x Wᵀ
+  return b.defined() ? autograd::add_bias(y, b) : y;
+}
+
+// y [B·T, E] -> [B·H, T, Dh]: head h of batch row b becomes row b·H + h.
+Variable split_heads(const Variable& y, int64_t batch, int64_t heads) {
+  const int64_t e = y.value().dim(1), t = y.value().dim(0) / batch, dh = e / heads;
+  const Variable bthd = autograd::reshape(y, {batch, t, heads, dh});
+  return autograd::reshape(autograd::transpose(bthd, 1, 2), {batch * heads, t, dh});
+}
+
+// ctx [B·H, Tq, Dh] -> concat over heads [B·Tq, E].
+Variable merge_heads(const Variable& ctx, int64_t batch, int64_t heads) {
+  const int64_t tq = ctx.value().dim(1), dh = ctx.value().dim(2);
+  const Variable bhtd = autograd::reshape(ctx, {batch, heads, tq, dh});
+  return autograd::reshape(autograd::transpose(bhtd, 1, 2), {batch * tq, heads * dh});
+}
+
+// weights [B·H, Tq, Tk] -> [B, H, Tq, Tk] (PerHead) or their mean over H [B, Tq, Tk].
+Variable head_weights(const Variable& w, int64_t batch, int64_t heads, HeadWeights mode) {
+  const int64_t tq = w.value().dim(1), tk = w.value().dim(2);
+  const Variable per_head = autograd::reshape(w, {batch, heads, tq, tk});
+  if (mode == HeadWeights::PerHead) return per_head;
+  // [B, H, Tq, Tk] -> [B, Tq, Tk, H], then (1/H) Σ_h.
+  const Variable last = autograd::transpose(autograd::transpose(per_head, 1, 2), 2, 3);
+  return autograd::scale(autograd::sum_last(last), 1.0 / double(heads));
+}
+
+// query [B, Tq, E], key/value [B, Tk, E] in the parameters' dtype, else a typed Error.
+void check_inputs(const Variable& query, const Variable& key, const Variable& value,
+                  const Tensor& wq) {
+  const int64_t e = wq.dim(0);
+  for (auto [name, x] : {std::pair{"query", &query}, {"key", &key}, {"value", &value}}) {
+    QKV_CHECK(x->defined(), ValueError, "MultiHeadAttention: ", name, " is undefined");
+    const Tensor& t = x->value();
+    QKV_CHECK(t.rank() == 3 && t.dim(2) == e && t.numel() > 0, ShapeError,
+              "MultiHeadAttention: ", name, " ", describe(t), " is not a non-empty [B, T, E = ", e,
+              "]");
+    QKV_CHECK(t.dtype() == wq.dtype(), ValueError, "MultiHeadAttention: ", name, " ", describe(t),
+              " has another dtype than the parameters (", dtype_name(wq.dtype()), ")");
+  }
+  const Tensor &q = query.value(), &k = key.value(), &v = value.value();
+  QKV_CHECK(q.dim(0) == k.dim(0) && k.dim(0) == v.dim(0) && k.dim(1) == v.dim(1), ShapeError,
+            "MultiHeadAttention: expected query [B, Tq, E], key and value [B, Tk, E], got ",
+            describe(q), ", ", describe(k), ", ", describe(v));
+}
+
+}  // namespace
+
+MultiHeadAttention::MultiHeadAttention(int64_t embed_dim, int64_t heads, Rng& rng) : heads_(heads) {
+  check_config(embed_dim, heads);
+  params_.wq = xavier_uniform(embed_dim, embed_dim, rng);
+  params_.wk = xavier_uniform(embed_dim, embed_dim, rng);
+  params_.wv = xavier_uniform(embed_dim, embed_dim, rng);
+  params_.wo = xavier_uniform(embed_dim, embed_dim, rng);
+  for (Variable* b : {&params_.bq, &params_.bk, &params_.bv, &params_.bo})
+    *b = Variable(Tensor::zeros({embed_dim}, DType::F32), true);
+}
+
+MultiHeadAttention::MultiHeadAttention(MultiHeadParams params, int64_t heads)
+    : params_(std::move(params)), heads_(heads) {
+  QKV_CHECK(params_.wq.defined(), ConfigError, "MultiHeadAttention: params.wq is undefined");
+  QKV_CHECK(params_.wq.value().rank() == 2, ShapeError, "MultiHeadAttention: params.wq ",
+            describe(params_.wq.value()), " is not [E, E]");
+  const int64_t e = params_.wq.value().dim(0);
+  check_config(e, heads);
+  const DType dtype = params_.wq.value().dtype();
+  const MultiHeadParams& p = params_;
+  for (auto [name, w] : {std::pair{"wq", &p.wq}, {"wk", &p.wk}, {"wv", &p.wv}, {"wo", &p.wo}})
+    check_param(name, *w, {e, e}, dtype, false);
+  for (auto [name, b] : {std::pair{"bq", &p.bq}, {"bk", &p.bk}, {"bv", &p.bv}, {"bo", &p.bo}})
+    check_param(name, *b, {e}, dtype, true);
+}
+
+MultiHeadOutput MultiHeadAttention::forward(const Variable& query, const Variable& key,
+                                            const Variable& value, const MaskSpec& mask,
+                                            const MultiHeadOptions& options) const {
+  check_inputs(query, key, value, params_.wq.value());
+  const int64_t batch = query.value().dim(0);
+  const detail::ScoreDims dims{batch, query.value().dim(1), key.value().dim(1)};
+  // The mask is validated once at [B, Tq, Tk], then shared by the H heads of each row.
+  const Tensor bias = detail::mask_bias(mask, dims, query.value().dtype());
+  MaskSpec per_head;
+  if (bias.defined()) per_head.bias = detail::repeat_per_head(bias, heads_);
+
+  const MultiHeadParams& p = params_;
+  const AttentionOutput heads =
+      attend(split_heads(linear(query, p.wq, p.bq), batch, heads_),
+             split_heads(linear(key, p.wk, p.bk), batch, heads_),
+             split_heads(linear(value, p.wv, p.bv), batch, heads_), per_head, {},
+             {.kind = ScoreKind::ScaledDot,  // scale 1/sqrt(E/H)
+              .need_weights = options.need_weights});
+  const Variable merged = merge_heads(heads.context, batch, heads_);  // [B·Tq, E]
+  MultiHeadOutput out;
+  const int64_t e = merged.value().dim(1);
+  out.output = autograd::reshape(linear(merged, p.wo, p.bo), {batch, dims.queries, e});
+  if (options.need_weights)
+    out.weights = head_weights(heads.weights, batch, heads_, options.head_weights);
+  return out;
+}
+
+}  // namespace qkv::attention

@@ -1,0 +1,2 @@
+// Must NOT compile: autograd sits below attention (see tests/CMakeLists.txt).
+#include "qkv/attention/attention.h"
