@@ -85,12 +85,40 @@ detail::ScoreDims validate(const Variable& q, const Variable& k, const Variable&
   return {tq.dim(0), tq.dim(1), tk.dim(1)};
 }
 
+// The fused kernel computes exactly the composed function for these (see
+// AttentionOptions::fused).
+bool use_fused(const MaskSpec& mask, const AttentionOptions& o) {
+  const bool dot_kind =
+      o.kind == ScoreKind::Dot || o.kind == ScoreKind::ScaledDot || o.kind == ScoreKind::Cosine;
+  return o.fused && dot_kind && detail::prefix_mask(mask);
+}
+
+// context = softmax(scale · q̃ k̃ᵀ, masked) v in one fused op; q̃, k̃ are q, k (dot kinds)
+// or their l2-normalised rows (cosine). Memory O(T): no [Tq, Tk] tensor anywhere.
+Variable fused_context(const Variable& q, const Variable& k, const Variable& v,
+                       const MaskSpec& mask, const AttentionOptions& o) {
+  double scale = 1.0;
+  Variable qq = q, kk = k;
+  if (o.kind == ScoreKind::ScaledDot)
+    scale = o.scale != 0.0 ? o.scale : 1.0 / std::sqrt(double(k.value().dim(2)));
+  if (o.kind == ScoreKind::Cosine) {
+    qq = autograd::l2_normalize(q);
+    kk = autograd::l2_normalize(k);
+    scale = 1.0 / o.temperature;
+  }
+  return autograd::scaled_dot_attention(qq, kk, v, {scale, mask.causal, mask.key_lengths});
+}
+
 }  // namespace
 
 AttentionOutput attend(const Variable& q, const Variable& k, const Variable& v,
                        const MaskSpec& mask, const ScoreParams& params,
                        const AttentionOptions& options) {
   const detail::ScoreDims dims = validate(q, k, v, params, options);
+  if (use_fused(mask, options) && !options.need_weights) {
+    if (!mask.key_lengths.empty()) detail::check_key_lengths(mask.key_lengths, dims);
+    return {fused_context(q, k, v, mask, options), Variable()};
+  }
   // One additive bias [B, Tq, Tk] (0 visible, −inf masked) carries every mask; the softmax
   // kernel gives a fully masked row zero weights and a zero gradient.
   const Tensor bias = detail::mask_bias(mask, dims, q.value().dtype());
@@ -98,7 +126,9 @@ AttentionOutput attend(const Variable& q, const Variable& k, const Variable& v,
   if (bias.defined()) softmax_mask.bias = bias.view();
   const Variable weights = autograd::softmax(detail::score(q, k, params, options), softmax_mask);
   // context [B, Tq, Dv] = weights [B, Tq, Tk] · v [B, Tk, Dv]
-  const Variable context = autograd::matmul(weights, v);
+  // Fused kinds with need_weights: the context still comes from the fused kernel.
+  const Variable context = use_fused(mask, options) ? fused_context(q, k, v, mask, options)
+                                                    : autograd::matmul(weights, v);
   return {context, options.need_weights ? weights : Variable()};
 }
 

@@ -36,14 +36,6 @@ std::string position(size_t n, const ScoreDims& d) {
          ", " + std::to_string(flat % d.keys) + "]";
 }
 
-void check_key_lengths(const std::vector<int64_t>& lengths, const ScoreDims& d) {
-  QKV_CHECK(int64_t(lengths.size()) == d.batch, ShapeError, "attend: ", lengths.size(),
-            " key_lengths for batch size B = ", d.batch);
-  for (size_t b = 0; b < lengths.size(); ++b)
-    QKV_CHECK(lengths[b] >= 0 && lengths[b] <= d.keys, ValueError, "attend: key_lengths[", b,
-              "] = ", lengths[b], " outside [0, Tk = ", d.keys, "]");
-}
-
 // bias [B·Tq·Tk] += user bias (checked: same dtype as the scores, no NaN or +inf).
 void add_user_bias(const Tensor& bias, const ScoreDims& d, DType dtype, std::vector<double>& out) {
   QKV_CHECK(bias.dtype() == dtype, ValueError, "attend: mask bias ", describe(bias),
@@ -68,6 +60,14 @@ void apply_allowed(const Tensor& allowed, const ScoreDims& d, std::vector<double
 }
 
 }  // namespace
+
+void check_key_lengths(const std::vector<int64_t>& lengths, const ScoreDims& d) {
+  QKV_CHECK(int64_t(lengths.size()) == d.batch, ShapeError, "attend: ", lengths.size(),
+            " key_lengths for batch size B = ", d.batch);
+  for (size_t b = 0; b < lengths.size(); ++b)
+    QKV_CHECK(lengths[b] >= 0 && lengths[b] <= d.keys, ValueError, "attend: key_lengths[", b,
+              "] = ", lengths[b], " outside [0, Tk = ", d.keys, "]");
+}
 
 Tensor mask_bias(const MaskSpec& mask, const ScoreDims& d, DType dtype) {
   if (!mask.key_lengths.empty()) check_key_lengths(mask.key_lengths, d);

@@ -90,6 +90,25 @@ void check_inputs(const Variable& query, const Variable& key, const Variable& va
             describe(q), ", ", describe(k), ", ", describe(v));
 }
 
+// The mask of the [B·H, ...] heads, validated once at [B, Tq, Tk]. When attend() will
+// take the fused path (prefix masks only), key_lengths [B] are repeated per head
+// (row b·H + h) and causal kept: no [B, Tq, Tk] bias is built. Otherwise one bias,
+// repeated per head.
+MaskSpec head_mask(const MaskSpec& mask, const detail::ScoreDims& dims, int64_t heads,
+                   const MultiHeadOptions& options, DType dtype) {
+  MaskSpec per_head;
+  if (options.fused && detail::prefix_mask(mask)) {
+    if (!mask.key_lengths.empty()) detail::check_key_lengths(mask.key_lengths, dims);
+    for (int64_t length : mask.key_lengths)
+      per_head.key_lengths.insert(per_head.key_lengths.end(), size_t(heads), length);
+    per_head.causal = mask.causal;
+    return per_head;
+  }
+  const Tensor bias = detail::mask_bias(mask, dims, dtype);
+  if (bias.defined()) per_head.bias = detail::repeat_per_head(bias, heads);
+  return per_head;
+}
+
 }  // namespace
 
 MultiHeadAttention::MultiHeadAttention(int64_t embed_dim, int64_t heads, Rng& rng) : heads_(heads) {
@@ -123,10 +142,7 @@ MultiHeadOutput MultiHeadAttention::forward(const Variable& query, const Variabl
   check_inputs(query, key, value, params_.wq.value());
   const int64_t batch = query.value().dim(0);
   const detail::ScoreDims dims{batch, query.value().dim(1), key.value().dim(1)};
-  // The mask is validated once at [B, Tq, Tk], then shared by the H heads of each row.
-  const Tensor bias = detail::mask_bias(mask, dims, query.value().dtype());
-  MaskSpec per_head;
-  if (bias.defined()) per_head.bias = detail::repeat_per_head(bias, heads_);
+  const MaskSpec per_head = head_mask(mask, dims, heads_, options, query.value().dtype());
 
   const MultiHeadParams& p = params_;
   const AttentionOutput heads =
@@ -134,7 +150,8 @@ MultiHeadOutput MultiHeadAttention::forward(const Variable& query, const Variabl
              split_heads(linear(key, p.wk, p.bk), batch, heads_),
              split_heads(linear(value, p.wv, p.bv), batch, heads_), per_head, {},
              {.kind = ScoreKind::ScaledDot,  // scale 1/sqrt(E/H)
-              .need_weights = options.need_weights});
+              .need_weights = options.need_weights,
+              .fused = options.fused});
   const Variable merged = merge_heads(heads.context, batch, heads_);  // [B·Tq, E]
   MultiHeadOutput out;
   const int64_t e = merged.value().dim(1);

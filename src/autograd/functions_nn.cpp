@@ -1,4 +1,8 @@
-// Differentiable activations, softmax, layer norm, embedding, cross-entropy and dropout.
+// Differentiable activations, softmax, layer norm, embedding, cross-entropy, dropout and
+// fused scaled-dot attention.
+#include <memory>
+#include <vector>
+
 #include "detail/record.h"
 #include "qkv/autograd/functions.h"
 #include "qkv/ops/embedding.h"
@@ -18,6 +22,7 @@ const OpRegistration kLayerNorm("layer_norm");
 const OpRegistration kEmbedding("embedding");
 const OpRegistration kCrossEntropy("cross_entropy");
 const OpRegistration kDropout("dropout");
+const OpRegistration kScaledDotAttention("scaled_dot_attention");
 
 Variable activation(const OpRegistration& op, ops::Activation f, const Variable& x) {
   Tensor y = ops::activation(f, x.value());
@@ -101,6 +106,25 @@ Variable dropout(const Variable& x, const ops::DropoutOptions& options) {
   return detail::record(
       kDropout, ops::dropout(x.value(), options), {x},
       [x, options](const Tensor& dy) { accumulate(x, ops::dropout_backward(dy, options)); });
+}
+
+Variable scaled_dot_attention(const Variable& q, const Variable& k, const Variable& v,
+                              const ops::FlashAttentionOptions& options, Tensor* lse) {
+  ops::FlashAttentionResult r = ops::flash_attention(q.value(), k.value(), v.value(), options);
+  if (lse) *lse = r.lse;
+  // The backward outlives the caller's key_lengths span: keep a copy.
+  auto lengths = std::make_shared<const std::vector<int64_t>>(options.key_lengths.begin(),
+                                                              options.key_lengths.end());
+  ops::FlashAttentionOptions saved = options;
+  saved.key_lengths = *lengths;
+  return detail::record(kScaledDotAttention, r.out, {q, k, v},
+                        [q, k, v, out = r.out, l = r.lse, saved, lengths](const Tensor& dy) {
+                          ops::FlashAttentionGradients g = ops::flash_attention_backward(
+                              dy, q.value(), k.value(), v.value(), out, l, saved);
+                          accumulate(q, g.dq);
+                          accumulate(k, g.dk);
+                          accumulate(v, g.dv);
+                        });
 }
 
 }  // namespace qkv::autograd

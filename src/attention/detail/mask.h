@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "qkv/attention/attention.h"
 
@@ -18,6 +19,15 @@ struct ScoreDims {
 // bias/allowed [Tq, Tk] or [B, Tq, Tk] (ShapeError); bias same dtype as the scores
 // (ValueError), no NaN or +inf (ValueError); allowed values exactly 0 or 1 (ValueError).
 Tensor mask_bias(const MaskSpec& mask, const ScoreDims& dims, DType dtype);
+
+// Validates key_lengths against dims (as mask_bias does) without building any bias.
+void check_key_lengths(const std::vector<int64_t>& lengths, const ScoreDims& dims);
+
+// True when the mask is a per-query prefix of the keys (only key_lengths and causal):
+// what the fused kernel supports.
+inline bool prefix_mask(const MaskSpec& mask) {
+  return !mask.bias.defined() && !mask.allowed.defined();
+}
 
 // bias [B, Tq, Tk] -> [B·H, Tq, Tk]: each batch row repeated for its H heads (rows b·H + h).
 Tensor repeat_per_head(const Tensor& bias, int64_t heads);

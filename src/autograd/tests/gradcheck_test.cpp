@@ -4,6 +4,7 @@
 #include "qkv/autograd/gradcheck.h"
 
 #include <map>
+#include <memory>
 
 #include "qkv/autograd/functions.h"
 #include "qkv/autograd/registry.h"
@@ -102,6 +103,25 @@ std::vector<GradCase> embedding_cases() {
   return {emb({7, 4}, {3, 2}, 1), emb({5, 3}, {6}, 2), emb({2, 5}, {9}, 3)};  // repeats
 }
 
+// Fused attention; the masked cases include a batch row with key length 0 (zero
+// gradients) and causal rows seeing a single key.
+std::vector<GradCase> attention_cases() {
+  auto att = [](std::string d, Shape q, Shape k, Shape v, ops::FlashAttentionOptions o,
+                std::vector<int64_t> lengths) {
+    auto owned = std::make_shared<const std::vector<int64_t>>(std::move(lengths));
+    return GradCase{std::move(d), {q, k, v}, [o, owned](const Vars& x) {
+                      ops::FlashAttentionOptions opts = o;
+                      opts.key_lengths = *owned;
+                      return project(scaled_dot_attention(x[0], x[1], x[2], opts));
+                    }};
+  };
+  return {
+      att("[2, 3, 4] x [2, 5, 4] -> Dv 3", {2, 3, 4}, {2, 5, 4}, {2, 5, 3}, {0.5}, {}),
+      att("[2, 2, 4, 3] causal, lengths {3, 0}", {2, 2, 4, 3}, {2, 2, 4, 3}, {2, 2, 4, 2},
+          {0.8, true}, {3, 0}),
+      att("[1, 1, 2] decoder step, length 4 of 5", {1, 1, 2}, {1, 5, 2}, {1, 5, 3}, {1.0}, {4})};
+}
+
 std::vector<GradCase> cross_entropy_cases() {
   auto ce = [](Shape logits, double smoothing, bool ignore_one) {
     Tensor targets = ids_tensor(logits.without_dim(-1), logits.back(), 11);
@@ -152,6 +172,7 @@ std::map<std::string, std::vector<GradCase>> build_table() {
        }}};
   t["embedding"] = embedding_cases();
   t["cross_entropy"] = cross_entropy_cases();
+  t["scaled_dot_attention"] = attention_cases();
   t["dropout"] = {unary("[4, 5] p=0.3", {4, 5},
                         [](const Variable& x) {
                           return dropout(x, {0.3, 1, 2, 3});

@@ -9,6 +9,7 @@
 #include "qkv/ops/dropout.h"
 #include "qkv/ops/elementwise.h"
 #include "qkv/ops/embedding.h"
+#include "qkv/ops/flash_attention.h"
 #include "qkv/ops/layer_norm.h"
 #include "qkv/ops/matmul.h"
 #include "qkv/ops/normalize.h"
@@ -145,6 +146,41 @@ TEST(BadInput, SoftmaxAndLogSoftmax) {
         ops::log_softmax_backward(f64({2, 3}), f64({3, 2}));
       },
       {"f64[2, 3]", "f64[3, 2]"}));
+}
+
+TEST(BadInput, FlashAttention) {
+  const Tensor q = f64({2, 3, 4}), k = f64({2, 5, 4}), v = f64({2, 5, 6});
+  auto run = [](const TensorView& a, const TensorView& b, const TensorView& c,
+                const ops::FlashAttentionOptions& o = {}) { ops::flash_attention(a, b, c, o); };
+  EXPECT_TRUE(throws_with<ShapeError>([&] { run(f64({3, 4}), k, v); }, {"f64[3, 4]"}));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { run(f64({2, 0, 4}), k, v); }, {"empty"}));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { run(q, f64({2, 5, 3}), v); }, {"f64[2, 5, 3]"}));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { run(q, k, f64({2, 4, 6})); }, {"f64[2, 4, 6]"}));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { run(q, f64({1, 5, 4}), v); }, {"f64[1, 5, 4]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { run(q, f32({2, 5, 4}), v); }, {"mixed"}));
+  const std::vector<int64_t> three{1, 2, 3}, bad{1, 6};
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [&] {
+        run(q, k, v, {1.0, false, three});
+      },
+      {"3 key lengths"}));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] {
+        run(q, k, v, {1.0, false, bad});
+      },
+      {"key length 6", "batch 1"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { run(q, k, v, {kNaN}); }, {"scale"}));
+  const ops::FlashAttentionResult r = ops::flash_attention(q, k, v);
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [&] {
+        ops::flash_attention_backward(f64({2, 3, 5}), q, k, v, r.out, r.lse);
+      },
+      {"dout", "f64[2, 3, 5]"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [&] {
+        ops::flash_attention_backward(r.out, q, k, v, r.out, f64({2, 4}));
+      },
+      {"lse", "f64[2, 4]"}));
 }
 
 TEST(BadInput, LayerNorm) {

@@ -6,6 +6,7 @@
 #include "qkv/ops/dropout.h"
 #include "qkv/ops/elementwise.h"
 #include "qkv/ops/embedding.h"
+#include "qkv/ops/flash_attention.h"
 #include "qkv/ops/layer_norm.h"
 #include "qkv/ops/matmul.h"
 #include "qkv/ops/normalize.h"
@@ -60,6 +61,20 @@ OpCase softmax_case(std::string name, bool log, bool masked) {
             Tensor y = log ? ops::log_softmax(in[0], mask) : ops::softmax(in[0], mask);
             Tensor dx = log ? ops::log_softmax_backward(in[1], y) : ops::softmax_backward(in[1], y);
             return Outputs{y, dx};
+          }};
+}
+
+// Fused attention: q, k, v, dout -> out, lse, dq, dk, dv. Masked (causal + key
+// lengths) cases keep every query row with at least one visible key.
+OpCase flash_attention_case(std::string name, Shape q, Shape k, Shape v, Shape out, bool masked) {
+  return {std::move(name), {{q}, {k}, {v}, {out}}, [masked](const Views& in) {
+            static const std::vector<int64_t> lengths{4, 2};
+            ops::FlashAttentionOptions o{0.7, masked, {}};
+            if (masked) o.key_lengths = lengths;
+            ops::FlashAttentionResult r = ops::flash_attention(in[0], in[1], in[2], o);
+            ops::FlashAttentionGradients g =
+                ops::flash_attention_backward(in[3], in[0], in[1], in[2], r.out, r.lse, o);
+            return Outputs{r.out, r.lse, g.dq, g.dk, g.dv};
           }};
 }
 
@@ -143,6 +158,10 @@ std::vector<OpCase> build_cases() {
                      const ops::BinaryGrads g = ops::pairwise_add_backward(in[2]);
                      return Outputs{ops::pairwise_add(in[0], in[1]), g.da, g.db};
                    }});
+  cases.push_back(
+      flash_attention_case("flash_attention", {2, 3, 5}, {2, 6, 5}, {2, 6, 4}, {2, 3, 4}, false));
+  cases.push_back(flash_attention_case("flash_attention_masked", {2, 3, 4, 5}, {2, 3, 4, 5},
+                                       {2, 3, 4, 7}, {2, 3, 4, 7}, true));
   return cases;
 }
 

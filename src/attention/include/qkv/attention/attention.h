@@ -55,6 +55,19 @@ struct AttentionOptions {
   double scale = 0.0;        // ScaledDot: 0 means 1/sqrt(Dk)
   double temperature = 1.0;  // Cosine: scores are divided by it (> 0)
   bool need_weights = false;
+  // Allow the fused kernel (autograd::scaled_dot_attention, FlashAttention-2 style, O(T)
+  // memory) where it computes the same function; false forces the composed path (the
+  // oracle). The context comes from the fused kernel iff both hold:
+  //   - kind is Dot (scale 1), ScaledDot (scale as above) or Cosine (q, k l2-normalised
+  //     first, scale 1/temperature);
+  //   - the mask is only key_lengths and/or causal (no bias, no allowed).
+  // need_weights does not change the path of the context (so it is the same with or
+  // without weights). Choice: the weights are then computed by the composed score +
+  // softmax, so they stay differentiable (callers take gradients through them) at the
+  // O(Tq·Tk) cost the caller asked for; callers who only inspect weights can use
+  // ops::flash_attention_weights (recomputed from lse) instead.
+  // Both paths agree within float32 rounding (float64 runs the reference twin).
+  bool fused = true;
 };
 
 struct AttentionOutput {

@@ -22,6 +22,9 @@ enum class HeadWeights { PerHead, Averaged };
 struct MultiHeadOptions {
   bool need_weights = false;
   HeadWeights head_weights = HeadWeights::Averaged;
+  // Passed to attend() (AttentionOptions::fused): the heads' context comes from the
+  // fused kernel unless the mask has a bias or allowed tensor.
+  bool fused = true;
 };
 
 struct MultiHeadOutput {

@@ -7,6 +7,7 @@
 #include "qkv/ops/activation.h"
 #include "qkv/ops/cross_entropy.h"
 #include "qkv/ops/dropout.h"
+#include "qkv/ops/flash_attention.h"
 #include "qkv/ops/matmul.h"
 #include "qkv/ops/normalize.h"
 #include "qkv/ops/softmax.h"
@@ -59,5 +60,12 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets,
                        const ops::CrossEntropyOptions& options = {});
 // x [...] -> [...] with inverted dropout (mask regenerated in backward from the options).
 Variable dropout(const Variable& x, const ops::DropoutOptions& options);
+// Fused attention softmax(scale · q kᵀ, masked) v (see ops::flash_attention for shapes,
+// masks and errors): q [B, H, Tq, D] or [B, Tq, D], k [.., Tk, D], v [.., Tk, Dv] ->
+// [.., Tq, Dv]. Saves only out and lse (O(T) memory); backward recomputes the weights.
+// If lse is non-null it receives the log-sum-exp [.., Tq] (for flash_attention_weights).
+Variable scaled_dot_attention(const Variable& q, const Variable& k, const Variable& v,
+                              const ops::FlashAttentionOptions& options = {},
+                              Tensor* lse = nullptr);
 
 }  // namespace qkv::autograd

@@ -1,0 +1,38 @@
+// Fused ("flash") scaled-dot attention, FlashAttention-2 style (Dao 2023, Algorithms 1
+// and 2): O = softmax(scale · Q Kᵀ, masked) V without ever materialising the tq × tk
+// score matrix. Memory is O(T): besides the outputs only lse [bh, tq] (and delta
+// [bh, tq] in backward) is kept; tiles of scores live on the stack.
+//
+// Layouts (all contiguous, row-major):
+//   q [bh, tq, dh], k [bh, tk, dh], v [bh, tk, dv], out/dout [bh, tq, dv], lse [bh, tq].
+// The spec (masks, scale) is FlashAttentionSpec in reference/flash_attention.h.
+// Any dh, dv >= 1 is supported (tiles are sized in keys and queries, not head dims).
+// Results are bitwise identical for any thread count: forward runs fixed
+// (head, query-tile) chunks, backward and weights one chunk per head.
+#pragma once
+
+#include <cstdint>
+
+#include "qkv/kernels/reference/flash_attention.h"
+
+namespace qkv::kernels {
+
+// out [bh,tq,dv], lse [bh,tq] (log Σ exp of the scaled visible scores; -inf for a row
+// with no visible key, whose out row is 0).
+void flash_attention_forward(const FlashAttentionSpec& spec, const float* q, const float* k,
+                             const float* v, float* out, float* lse) noexcept;
+
+// Gradients given out and lse from forward and dout [bh,tq,dv]. delta [bh,tq] is caller
+// scratch (receives rowsum(dout ⊙ out)). dq [bh,tq,dh], dk [bh,tk,dh], dv [bh,tk,dv] are
+// overwritten. Rows with no visible key contribute nothing (zero, never NaN).
+void flash_attention_backward(const FlashAttentionSpec& spec, const float* q, const float* k,
+                              const float* v, const float* out, const float* lse, const float* dout,
+                              float* delta, float* dq, float* dk, float* dv) noexcept;
+
+// Attention weights of query rows [row_begin, row_end) of every head, recomputed from
+// lse: p [bh, row_end − row_begin, tk] (0 where masked, all 0 for a fully masked row).
+void flash_attention_weights(const FlashAttentionSpec& spec, const float* q, const float* k,
+                             const float* lse, int64_t row_begin, int64_t row_end,
+                             float* p) noexcept;
+
+}  // namespace qkv::kernels

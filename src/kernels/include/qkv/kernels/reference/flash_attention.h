@@ -1,0 +1,139 @@
+// Scalar reference twin of kernels/flash_attention.h: the naive per-row softmax,
+// accumulated in double, templated on T (the float64 path of ops::flash_attention and
+// the oracle the fused kernel is tested against). No allocation: each row's scores are
+// recomputed per pass instead of stored.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace qkv::kernels {
+
+// Scaled-dot attention over bh = batch·heads independent heads:
+//   S = scale · Q Kᵀ,  P = softmax_rows(S masked),  O = P V.
+// Masks (both give every query row a visible PREFIX of the keys):
+//   causal:       query i sees key j iff j <= i + (tk − tq) (bottom-right aligned, as
+//                 PyTorch's is_causal for tq == tk and the KV-cache convention);
+//   key_lengths:  (bh) or nullptr; key j visible iff j < key_lengths[h].
+// A query row with no visible key has P = 0, O = 0, lse = -inf, and zero gradients.
+struct FlashAttentionSpec {
+  int64_t bh = 0, tq = 0, tk = 0;
+  int64_t dh = 0;  // head dim of q and k
+  int64_t dv = 0;  // head dim of v and out
+  double scale = 1.0;
+  bool causal = false;
+  const int64_t* key_lengths = nullptr;  // (bh) or nullptr
+};
+
+namespace ref {
+
+// Number of visible keys of query row i of head h: keys [0, visible) are visible.
+inline int64_t flash_visible(const FlashAttentionSpec& s, int64_t h, int64_t i) noexcept {
+  int64_t n = s.tk;
+  if (s.key_lengths) n = std::min(n, s.key_lengths[h]);
+  if (s.causal) n = std::min(n, i + (s.tk - s.tq) + 1);
+  return n < 0 ? 0 : n;
+}
+
+template <class T>
+double flash_score(const FlashAttentionSpec& s, const T* qi, const T* kj) noexcept {
+  double acc = 0;
+  for (int64_t c = 0; c < s.dh; ++c) acc += double(qi[c]) * double(kj[c]);
+  return s.scale * acc;
+}
+
+// log Σ_j exp(s_ij) over the visible keys of row i (-inf when none).
+template <class T>
+double flash_row_lse(const FlashAttentionSpec& s, const T* qi, const T* kh, int64_t vis) noexcept {
+  double m = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j < vis; ++j) m = std::max(m, flash_score(s, qi, kh + j * s.dh));
+  if (vis == 0) return m;
+  double z = 0;
+  for (int64_t j = 0; j < vis; ++j) z += std::exp(flash_score(s, qi, kh + j * s.dh) - m);
+  return m + std::log(z);
+}
+
+// q [bh,tq,dh], k [bh,tk,dh], v [bh,tk,dv] -> out [bh,tq,dv], lse [bh,tq].
+template <class T>
+void flash_attention_forward(const FlashAttentionSpec& s, const T* q, const T* k, const T* v,
+                             T* out, T* lse) noexcept {
+  for (int64_t h = 0; h < s.bh; ++h) {
+    const T* kh = k + h * s.tk * s.dh;  // [tk, dh]
+    const T* vh = v + h * s.tk * s.dv;  // [tk, dv]
+    for (int64_t i = 0; i < s.tq; ++i) {
+      const T* qi = q + (h * s.tq + i) * s.dh;  // [dh]
+      T* oi = out + (h * s.tq + i) * s.dv;      // [dv]
+      const int64_t vis = flash_visible(s, h, i);
+      const double l = flash_row_lse(s, qi, kh, vis);
+      lse[h * s.tq + i] = T(l);
+      for (int64_t c = 0; c < s.dv; ++c) {
+        double acc = 0;
+        for (int64_t j = 0; j < vis; ++j)
+          acc += std::exp(flash_score(s, qi, kh + j * s.dh) - l) * double(vh[j * s.dv + c]);
+        oi[c] = T(acc);
+      }
+    }
+  }
+}
+
+// Gradients of O = softmax(scale·QKᵀ) V given dout [bh,tq,dv]; dq [bh,tq,dh],
+// dk [bh,tk,dh], dv [bh,tk,dv] are overwritten. Per row i, with P_ij = exp(s_ij − lse_i):
+//   dV_j += P_ij dO_i,  dP_ij = dO_i·V_j,  δ_i = Σ_j P_ij dP_ij (= dO_i·O_i),
+//   dS_ij = P_ij (dP_ij − δ_i),  dQ_i += scale Σ_j dS_ij K_j,  dK_j += scale dS_ij Q_i.
+template <class T>
+void flash_attention_backward(const FlashAttentionSpec& s, const T* q, const T* k, const T* v,
+                              const T* dout, T* dq, T* dk, T* dv) noexcept {
+  for (int64_t n = 0; n < s.bh * s.tq * s.dh; ++n) dq[n] = T(0);
+  for (int64_t n = 0; n < s.bh * s.tk * s.dh; ++n) dk[n] = T(0);
+  for (int64_t n = 0; n < s.bh * s.tk * s.dv; ++n) dv[n] = T(0);
+  for (int64_t h = 0; h < s.bh; ++h) {
+    const T* kh = k + h * s.tk * s.dh;  // [tk, dh]
+    const T* vh = v + h * s.tk * s.dv;  // [tk, dv]
+    for (int64_t i = 0; i < s.tq; ++i) {
+      const T* qi = q + (h * s.tq + i) * s.dh;      // [dh]
+      const T* doi = dout + (h * s.tq + i) * s.dv;  // [dv]
+      const int64_t vis = flash_visible(s, h, i);
+      const double l = flash_row_lse(s, qi, kh, vis);
+      auto p_of = [&](int64_t j) { return std::exp(flash_score(s, qi, kh + j * s.dh) - l); };
+      auto dp_of = [&](int64_t j) {
+        double acc = 0;
+        for (int64_t c = 0; c < s.dv; ++c) acc += double(doi[c]) * double(vh[j * s.dv + c]);
+        return acc;
+      };
+      double delta = 0;
+      for (int64_t j = 0; j < vis; ++j) delta += p_of(j) * dp_of(j);
+      for (int64_t j = 0; j < vis; ++j) {
+        const double p = p_of(j), ds = p * (dp_of(j) - delta);
+        for (int64_t c = 0; c < s.dv; ++c) dv[(h * s.tk + j) * s.dv + c] += T(p * double(doi[c]));
+        for (int64_t c = 0; c < s.dh; ++c) {
+          dq[(h * s.tq + i) * s.dh + c] += T(s.scale * ds * double(kh[j * s.dh + c]));
+          dk[(h * s.tk + j) * s.dh + c] += T(s.scale * ds * double(qi[c]));
+        }
+      }
+    }
+  }
+}
+
+// Attention weights P of query rows [row_begin, row_end) of every head, recomputed from
+// lse [bh,tq]: p [bh, row_end − row_begin, tk], 0 where masked.
+template <class T>
+void flash_attention_weights(const FlashAttentionSpec& s, const T* q, const T* k, const T* lse,
+                             int64_t row_begin, int64_t row_end, T* p) noexcept {
+  const int64_t rows = row_end - row_begin;
+  for (int64_t h = 0; h < s.bh; ++h)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t i = row_begin + r;
+      const T* qi = q + (h * s.tq + i) * s.dh;  // [dh]
+      T* pr = p + (h * rows + r) * s.tk;        // [tk]
+      const int64_t vis = flash_visible(s, h, i);
+      for (int64_t j = 0; j < s.tk; ++j)
+        pr[j] = j < vis ? T(std::exp(flash_score(s, qi, k + (h * s.tk + j) * s.dh) -
+                                     double(lse[h * s.tq + i])))
+                        : T(0);
+    }
+}
+
+}  // namespace ref
+}  // namespace qkv::kernels

@@ -1,0 +1,237 @@
+// Fused attention kernel vs its float64 reference twin, on every SIMD target. The
+// accuracy bound is relative to what the composed float32 path (gemm + masked softmax
+// + gemm, as attend() runs it) achieves on the same inputs: fused error <= 2× composed
+// + 1e-5 (forward), 3× + 1e-5 (gradients).
+#include "qkv/kernels/flash_attention.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernel_test_util.h"
+#include "qkv/base/thread_pool.h"
+#include "qkv/kernels/gemm.h"
+#include "qkv/kernels/softmax.h"
+
+namespace qkv::kernels {
+namespace {
+
+using testing::bitwise_equal;
+using testing::for_each_simd_target;
+using testing::random_floats;
+using testing::seed_for;
+using testing::to_double;
+using Vec = std::vector<float>;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+struct Problem {
+  FlashAttentionSpec spec;
+  std::vector<int64_t> lengths;
+  Vec q, k, v, dout;
+};
+
+Problem make_problem(int64_t bh, int64_t tq, int64_t tk, int64_t dh, int64_t dv, bool causal,
+                     bool lengths, uint32_t seed) {
+  Problem p;
+  p.spec = {bh, tq, tk, dh, dv, 1.0 / std::sqrt(double(dh)), causal, nullptr};
+  if (lengths) {
+    for (int64_t h = 0; h < bh; ++h) p.lengths.push_back(h == 0 ? 0 : (tk * h) / bh + 1);
+    p.spec.key_lengths = p.lengths.data();
+  }
+  p.q = random_floats(bh * tq * dh, seed, -2, 2);
+  p.k = random_floats(bh * tk * dh, seed + 1, -2, 2);
+  p.v = random_floats(bh * tk * dv, seed + 2);
+  p.dout = random_floats(bh * tq * dv, seed + 3);
+  return p;
+}
+
+struct Result {
+  Vec out, lse, dq, dk, dv;
+};
+
+Result run_fused(const Problem& p) {
+  const auto& s = p.spec;
+  Result r{Vec(s.bh * s.tq * s.dv), Vec(s.bh * s.tq), Vec(s.bh * s.tq * s.dh),
+           Vec(s.bh * s.tk * s.dh), Vec(s.bh * s.tk * s.dv)};
+  flash_attention_forward(s, p.q.data(), p.k.data(), p.v.data(), r.out.data(), r.lse.data());
+  Vec delta(s.bh * s.tq);
+  flash_attention_backward(s, p.q.data(), p.k.data(), p.v.data(), r.out.data(), r.lse.data(),
+                           p.dout.data(), delta.data(), r.dq.data(), r.dk.data(), r.dv.data());
+  return r;
+}
+
+// The composed float32 path, head by head: S = scale Q Kᵀ, masked scores -inf,
+// P = softmax(S), O = P V; backward through softmax_rows_backward.
+Result run_composed(const Problem& p) {
+  const auto& s = p.spec;
+  Result r{Vec(s.bh * s.tq * s.dv),
+           {},
+           Vec(s.bh * s.tq * s.dh),
+           Vec(s.bh * s.tk * s.dh),
+           Vec(s.bh * s.tk * s.dv)};
+  Vec sc(s.tq * s.tk), dp(s.tq * s.tk);
+  for (int64_t h = 0; h < s.bh; ++h) {
+    const float* q = p.q.data() + h * s.tq * s.dh;
+    const float* k = p.k.data() + h * s.tk * s.dh;
+    const float* v = p.v.data() + h * s.tk * s.dv;
+    const float* g = p.dout.data() + h * s.tq * s.dv;
+    gemm({false, true, s.tq, s.tk, s.dh, s.scale, 0, s.dh, s.dh, s.tk}, q, k, sc.data());
+    for (int64_t i = 0; i < s.tq; ++i)
+      for (int64_t j = ref::flash_visible(s, h, i); j < s.tk; ++j) sc[i * s.tk + j] = -kInf;
+    softmax_rows(sc.data(), sc.data(), s.tq, s.tk);
+    gemm({false, false, s.tq, s.dv, s.tk, 1, 0, s.tk, s.dv, s.dv}, sc.data(), v,
+         r.out.data() + h * s.tq * s.dv);
+    gemm({false, true, s.tq, s.tk, s.dv, 1, 0, s.dv, s.dv, s.tk}, g, v, dp.data());
+    softmax_rows_backward(sc.data(), dp.data(), dp.data(), s.tq, s.tk);
+    gemm({false, false, s.tq, s.dh, s.tk, s.scale, 0, s.tk, s.dh, s.dh}, dp.data(), k,
+         r.dq.data() + h * s.tq * s.dh);
+    gemm({true, false, s.tk, s.dh, s.tq, s.scale, 0, s.tk, s.dh, s.dh}, dp.data(), q,
+         r.dk.data() + h * s.tk * s.dh);
+    gemm({true, false, s.tk, s.dv, s.tq, 1, 0, s.tk, s.dv, s.dv}, sc.data(), g,
+         r.dv.data() + h * s.tk * s.dv);
+  }
+  return r;
+}
+
+struct Reference {
+  std::vector<double> out, lse, dq, dk, dv;
+};
+
+Reference run_reference(const Problem& p) {
+  const auto& s = p.spec;
+  Reference r{std::vector<double>(s.bh * s.tq * s.dv), std::vector<double>(s.bh * s.tq),
+              std::vector<double>(s.bh * s.tq * s.dh), std::vector<double>(s.bh * s.tk * s.dh),
+              std::vector<double>(s.bh * s.tk * s.dv)};
+  const auto q = to_double(p.q), k = to_double(p.k), v = to_double(p.v), g = to_double(p.dout);
+  ref::flash_attention_forward(s, q.data(), k.data(), v.data(), r.out.data(), r.lse.data());
+  ref::flash_attention_backward(s, q.data(), k.data(), v.data(), g.data(), r.dq.data(), r.dk.data(),
+                                r.dv.data());
+  return r;
+}
+
+// Largest |got − want|; infinities must match exactly, NaN never passes.
+double max_err(const Vec& got, const std::vector<double>& want) {
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(got[i])) return kInf;
+    if (std::isinf(got[i]) || std::isinf(want[i])) {
+      if (double(got[i]) != want[i]) return kInf;
+      continue;
+    }
+    worst = std::max(worst, std::fabs(double(got[i]) - want[i]));
+  }
+  return worst;
+}
+
+// The reference is target-independent: computed once, then checked on every target.
+void check_against_reference(const Problem& p, const Reference& want) {
+  const Result fused = run_fused(p), composed = run_composed(p);
+  auto check = [&](const char* what, const Vec& f, const Vec& c, const std::vector<double>& w,
+                   double factor, double floor) {
+    const double ef = max_err(f, w), ec = max_err(c, w);
+    EXPECT_LE(ef, factor * ec + floor) << what << ": fused " << ef << " composed " << ec;
+  };
+  // Gradient floor: FlashAttention-2 takes δ_i = dO_i·O_i instead of the composed
+  // Σ_j P_ij dP_ij, so the float rounding of dP no longer cancels in dP − δ. Where the
+  // composed error is exactly 0 (tk = 1: P ≡ 1, true dK = 0) the fused dK is a sum of
+  // tq such roundings, ~sqrt(tq)·eps·|dO||V|: 2e-5 at tq = 1024. Hence 1e-5·sqrt(tq/64).
+  const double grad_floor = 1e-5 * std::max(1.0, std::sqrt(double(p.spec.tq) / 64));
+  check("out", fused.out, composed.out, want.out, 2, 1e-5);
+  EXPECT_LE(max_err(fused.lse, want.lse), 1e-5) << "lse";
+  check("dq", fused.dq, composed.dq, want.dq, 3, grad_floor);
+  check("dk", fused.dk, composed.dk, want.dk, 3, grad_floor);
+  check("dv", fused.dv, composed.dv, want.dv, 3, grad_floor);
+}
+
+struct Shape {
+  int64_t bh, tq, tk, dh, dv;
+};
+
+// Each (tq, tk) of the brief paired with a few head dims (not all combinations: the
+// double reference is O(bh·tq·tk·d) per pass).
+constexpr Shape kShapes[] = {
+    {2, 1, 239, 1, 7},     {2, 1, 239, 128, 64},   {2, 3, 799, 59, 111}, {2, 3, 799, 7, 1},
+    {2, 257, 257, 64, 64}, {1, 257, 257, 111, 59}, {1, 1024, 1, 7, 128}, {1, 1024, 1, 1, 1},
+};
+
+TEST(FlashAttention, MatchesReferenceOnEveryTarget) {
+  uint32_t n = 0;
+  for (const Shape& sh : kShapes)
+    for (bool causal : {false, true})
+      for (bool lengths : {false, true}) {
+        SCOPED_TRACE(::testing::Message()
+                     << "bh " << sh.bh << " tq " << sh.tq << " tk " << sh.tk << " dh " << sh.dh
+                     << " dv " << sh.dv << " causal " << causal << " lengths " << lengths);
+        const Problem p = make_problem(sh.bh, sh.tq, sh.tk, sh.dh, sh.dv, causal, lengths,
+                                       seed_for(++n, sh.tq, sh.dh));
+        const Reference want = run_reference(p);
+        for_each_simd_target([&](const SimdTarget&) { check_against_reference(p, want); });
+      }
+}
+
+TEST(FlashAttention, FullyMaskedRowsAreZeroAndFinite) {
+  for_each_simd_target([](const SimdTarget&) {
+    // Head 0 has key length 0; causal with tq > tk masks the first tq − tk rows.
+    const Problem p = make_problem(2, 70, 5, 9, 3, true, true, 77);
+    const Result r = run_fused(p);
+    const auto& s = p.spec;
+    for (int64_t h = 0; h < s.bh; ++h)
+      for (int64_t i = 0; i < s.tq; ++i) {
+        const bool masked = ref::flash_visible(s, h, i) == 0;
+        if (masked) {
+          EXPECT_EQ(r.lse[h * s.tq + i], -kInf);
+        }
+        for (int64_t c = 0; c < s.dv; ++c) {
+          const float o = r.out[(h * s.tq + i) * s.dv + c];
+          EXPECT_TRUE(std::isfinite(o));
+          if (masked) {
+            EXPECT_EQ(o, 0.0f);
+          }
+        }
+        for (int64_t c = 0; masked && c < s.dh; ++c)
+          EXPECT_EQ(r.dq[(h * s.tq + i) * s.dh + c], 0.0f);
+      }
+    for (const Vec* g : {&r.dq, &r.dk, &r.dv})
+      for (float x : *g) EXPECT_TRUE(std::isfinite(x));
+    for (int64_t n = 0; n < s.tk * s.dh; ++n) EXPECT_EQ(r.dk[n], 0.0f);  // head 0 sees nothing
+  });
+}
+
+TEST(FlashAttention, WeightsMatchReference) {
+  for_each_simd_target([](const SimdTarget&) {
+    const Problem p = make_problem(3, 130, 97, 33, 5, true, true, 91);
+    const auto& s = p.spec;
+    const Result r = run_fused(p);
+    const int64_t b = 3, e = 129;
+    Vec got(s.bh * (e - b) * s.tk);
+    flash_attention_weights(s, p.q.data(), p.k.data(), r.lse.data(), b, e, got.data());
+    const auto q = to_double(p.q), k = to_double(p.k), lse = to_double(r.lse);
+    std::vector<double> want(got.size());
+    ref::flash_attention_weights(s, q.data(), k.data(), lse.data(), b, e, want.data());
+    EXPECT_LE(max_err(got, want), 1e-5);
+  });
+}
+
+TEST(FlashAttention, BitwiseIdenticalForOneAndTwoThreads) {
+  const int before = num_threads();
+  for (bool causal : {false, true}) {
+    const Problem p = make_problem(3, 257, 200, 64, 48, causal, true, 5);
+    set_num_threads(1);
+    const Result one = run_fused(p);
+    set_num_threads(2);
+    const Result two = run_fused(p);
+    EXPECT_TRUE(bitwise_equal(one.out, two.out));
+    EXPECT_TRUE(bitwise_equal(one.lse, two.lse));
+    EXPECT_TRUE(bitwise_equal(one.dq, two.dq));
+    EXPECT_TRUE(bitwise_equal(one.dk, two.dk));
+    EXPECT_TRUE(bitwise_equal(one.dv, two.dv));
+  }
+  set_num_threads(before);
+}
+
+}  // namespace
+}  // namespace qkv::kernels

@@ -1,0 +1,151 @@
+#include "qkv/ops/flash_attention.h"
+
+#include <cmath>
+#include <vector>
+
+#include "detail/checks.h"
+#include "detail/kernel_select.h"
+#include "qkv/kernels/flash_attention.h"
+
+namespace qkv::ops {
+namespace {
+
+// Batch and head counts of a [B, H, T, D] or [B, T, D] tensor.
+struct Heads {
+  int64_t batch = 0, heads = 1;
+};
+
+Heads heads_of(const TensorView& t) {
+  return {t.dim(0), t.rank() == 4 ? t.dim(1) : 1};
+}
+
+void check_rank(std::string_view op, std::string_view name, const TensorView& t) {
+  QKV_CHECK(t.rank() == 3 || t.rank() == 4, ShapeError, op, ": ", name, " ", describe(t),
+            " is neither [B, H, T, D] nor [B, T, D]");
+  detail::check_not_empty(op, name, t);
+}
+
+// Validates q, k, v and the options; returns the kernel spec (key_lengths not set).
+kernels::FlashAttentionSpec check_inputs(std::string_view op, const TensorView& q,
+                                         const TensorView& k, const TensorView& v,
+                                         const FlashAttentionOptions& o) {
+  check_rank(op, "q", q);
+  check_rank(op, "k", k);
+  check_rank(op, "v", v);
+  detail::check_same_dtype(op, q, k);
+  detail::check_same_dtype(op, q, v);
+  const int r = q.rank();
+  const bool lead = k.rank() == r && v.rank() == r && k.dim(0) == q.dim(0) &&
+                    v.dim(0) == q.dim(0) &&
+                    (r == 3 || (k.dim(1) == q.dim(1) && v.dim(1) == q.dim(1)));
+  QKV_CHECK(lead && k.dim(-1) == q.dim(-1) && v.dim(-2) == k.dim(-2), ShapeError, op,
+            ": expected q [..., Tq, D], k [..., Tk, D], v [..., Tk, Dv] with equal leading "
+            "dims, got q ",
+            describe(q), ", k ", describe(k), ", v ", describe(v));
+  QKV_CHECK(std::isfinite(o.scale), ValueError, op, ": scale ", o.scale, " is not finite");
+  const Heads h = heads_of(q);
+  const int64_t tk = k.dim(-2);
+  if (!o.key_lengths.empty()) {
+    QKV_CHECK(int64_t(o.key_lengths.size()) == h.batch, ShapeError, op, ": ", o.key_lengths.size(),
+              " key lengths for batch ", h.batch, " of q ", describe(q));
+    for (size_t b = 0; b < o.key_lengths.size(); ++b)
+      QKV_CHECK(o.key_lengths[b] >= 0 && o.key_lengths[b] <= tk, ValueError, op, ": key length ",
+                o.key_lengths[b], " at batch ", b, " outside [0, ", tk, "]");
+  }
+  return {h.batch * h.heads, q.dim(-2), tk, q.dim(-1), v.dim(-1), o.scale, o.causal, nullptr};
+}
+
+// key_lengths [B] expanded to one per (b, h): the kernel's per-head lengths [B·H].
+std::vector<int64_t> per_head_lengths(const TensorView& q, const FlashAttentionOptions& o) {
+  std::vector<int64_t> out;
+  if (o.key_lengths.empty()) return out;
+  const Heads h = heads_of(q);
+  for (int64_t b = 0; b < h.batch; ++b) out.insert(out.end(), size_t(h.heads), o.key_lengths[b]);
+  return out;
+}
+
+void check_like(std::string_view op, std::string_view name, const TensorView& t,
+                const TensorView& like, const Shape& expected) {
+  detail::check_same_dtype(op, like, t);
+  QKV_CHECK(t.shape() == expected, ShapeError, op, ": ", name, " ", describe(t), " should be ",
+            expected);
+}
+
+Shape lse_shape(const TensorView& q) {
+  return q.shape().without_dim(-1);
+}
+
+}  // namespace
+
+FlashAttentionResult flash_attention(const TensorView& q, const TensorView& k, const TensorView& v,
+                                     const FlashAttentionOptions& options) {
+  kernels::FlashAttentionSpec spec = check_inputs("flash_attention", q, k, v, options);
+  const std::vector<int64_t> lengths = per_head_lengths(q, options);
+  spec.key_lengths = lengths.empty() ? nullptr : lengths.data();
+  const detail::ContiguousInput cq(q), ck(k), cv(v);
+  FlashAttentionResult r{Tensor::empty(q.shape().with_dim(-1, spec.dv), q.dtype()),
+                         Tensor::empty(lse_shape(q), q.dtype())};
+  detail::visit_dtype(q.dtype(), [&]<class T>() {
+    if constexpr (std::is_same_v<T, float>)
+      kernels::flash_attention_forward(spec, cq.data<T>(), ck.data<T>(), cv.data<T>(),
+                                       r.out.data<T>(), r.lse.data<T>());
+    else
+      kernels::ref::flash_attention_forward(spec, cq.data<T>(), ck.data<T>(), cv.data<T>(),
+                                            r.out.data<T>(), r.lse.data<T>());
+  });
+  return r;
+}
+
+FlashAttentionGradients flash_attention_backward(const TensorView& dout, const TensorView& q,
+                                                 const TensorView& k, const TensorView& v,
+                                                 const TensorView& out, const TensorView& lse,
+                                                 const FlashAttentionOptions& options) {
+  constexpr std::string_view op = "flash_attention_backward";
+  kernels::FlashAttentionSpec spec = check_inputs(op, q, k, v, options);
+  const Shape out_shape = q.shape().with_dim(-1, spec.dv);
+  check_like(op, "dout", dout, q, out_shape);
+  check_like(op, "out", out, q, out_shape);
+  check_like(op, "lse", lse, q, lse_shape(q));
+  const std::vector<int64_t> lengths = per_head_lengths(q, options);
+  spec.key_lengths = lengths.empty() ? nullptr : lengths.data();
+  const detail::ContiguousInput cq(q), ck(k), cv(v), cdo(dout), co(out), cl(lse);
+  FlashAttentionGradients g{Tensor::empty(q.shape(), q.dtype()),
+                            Tensor::empty(k.shape(), q.dtype()),
+                            Tensor::empty(v.shape(), q.dtype())};
+  detail::visit_dtype(q.dtype(), [&]<class T>() {
+    if constexpr (std::is_same_v<T, float>) {
+      Tensor delta = Tensor::empty(lse_shape(q), q.dtype());  // [..., Tq] scratch
+      kernels::flash_attention_backward(spec, cq.data<T>(), ck.data<T>(), cv.data<T>(),
+                                        co.data<T>(), cl.data<T>(), cdo.data<T>(), delta.data<T>(),
+                                        g.dq.data<T>(), g.dk.data<T>(), g.dv.data<T>());
+    } else {  // the reference recomputes lse and delta itself
+      kernels::ref::flash_attention_backward(spec, cq.data<T>(), ck.data<T>(), cv.data<T>(),
+                                             cdo.data<T>(), g.dq.data<T>(), g.dk.data<T>(),
+                                             g.dv.data<T>());
+    }
+  });
+  return g;
+}
+
+Tensor flash_attention_weights(const TensorView& q, const TensorView& k, const TensorView& lse,
+                               const FlashAttentionOptions& options) {
+  constexpr std::string_view op = "flash_attention_weights";
+  // k stands in for v: only q and k are read.
+  kernels::FlashAttentionSpec spec = check_inputs(op, q, k, k, options);
+  check_like(op, "lse", lse, q, lse_shape(q));
+  const std::vector<int64_t> lengths = per_head_lengths(q, options);
+  spec.key_lengths = lengths.empty() ? nullptr : lengths.data();
+  const detail::ContiguousInput cq(q), ck(k), cl(lse);
+  Tensor p = Tensor::empty(q.shape().with_dim(-1, spec.tk), q.dtype());
+  detail::visit_dtype(q.dtype(), [&]<class T>() {
+    if constexpr (std::is_same_v<T, float>)
+      kernels::flash_attention_weights(spec, cq.data<T>(), ck.data<T>(), cl.data<T>(), 0, spec.tq,
+                                       p.data<T>());
+    else
+      kernels::ref::flash_attention_weights(spec, cq.data<T>(), ck.data<T>(), cl.data<T>(), 0,
+                                            spec.tq, p.data<T>());
+  });
+  return p;
+}
+
+}  // namespace qkv::ops

@@ -1,0 +1,53 @@
+// Fused scaled-dot attention (kernels/flash_attention.h) at the tensor level:
+//   out = softmax(scale · q kᵀ, masked) v,  never materialising the [Tq, Tk] scores.
+// F32 runs the fused FlashAttention-2 kernel, F64 its scalar reference twin.
+//
+// Shapes: q [B, H, Tq, D], k [B, H, Tk, D], v [B, H, Tk, Dv] (rank 4), or the same
+// without the head axis, [B, Tq, D] etc. (rank 3, H = 1). Every dim >= 1; any D, Dv.
+// Outputs: out [..., Tq, Dv], lse [..., Tq] (log-sum-exp of the masked scaled scores,
+// -inf for a query that sees no key: its out row and gradients are 0, never NaN).
+// Strided inputs are staged contiguously.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "qkv/tensor/tensor.h"
+
+namespace qkv::ops {
+
+struct FlashAttentionOptions {
+  double scale = 1.0;  // finite
+  // Query i sees key j iff j <= i + (Tk − Tq) (aligned at the end).
+  bool causal = false;
+  // [B] or empty: key j visible iff j < key_lengths[b] (shared by the H heads of b);
+  // each in [0, Tk].
+  std::span<const int64_t> key_lengths;
+};
+
+struct FlashAttentionResult {
+  Tensor out;  // [..., Tq, Dv]
+  Tensor lse;  // [..., Tq], saved for backward and weights
+};
+
+struct FlashAttentionGradients {
+  Tensor dq, dk, dv;
+};
+
+// Typed errors: ShapeError (ranks, mismatched B/H/T/D, empty dims, key_lengths size),
+// ValueError (mixed dtypes, key length outside [0, Tk], non-finite scale).
+FlashAttentionResult flash_attention(const TensorView& q, const TensorView& k, const TensorView& v,
+                                     const FlashAttentionOptions& options = {});
+
+// dout [..., Tq, Dv]; out and lse from flash_attention on the same inputs and options.
+FlashAttentionGradients flash_attention_backward(const TensorView& dout, const TensorView& q,
+                                                 const TensorView& k, const TensorView& v,
+                                                 const TensorView& out, const TensorView& lse,
+                                                 const FlashAttentionOptions& options = {});
+
+// Attention weights [..., Tq, Tk] recomputed from lse (0 where masked). Allocates the
+// full weights tensor: for inspection, not needed by forward or backward.
+Tensor flash_attention_weights(const TensorView& q, const TensorView& k, const TensorView& lse,
+                               const FlashAttentionOptions& options = {});
+
+}  // namespace qkv::ops
