@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "qkv/attention/multi_head.h"
 #include "qkv/autograd/functions.h"
 #include "qkv/base/rng.h"
 
@@ -31,6 +32,20 @@ int main() {
   }
   std::printf("loss %.4f -> %.4f\n", first, last);
   if (!(std::isfinite(last) && last < first)) return 1;
+
+  // Attention as the README shows it: masked scaled-dot and multi-head self-attention.
+  std::vector<float> xs(2 * 7 * 16);
+  for (float& v : xs) v = rng.normal();
+  const autograd::Variable seq(Tensor::from({2, 7, 16}, xs));
+  attention::MaskSpec mask{.key_lengths = {7, 5}, .causal = true};
+  attention::AttentionOutput a = attention::attend(
+      seq, seq, seq, mask, {}, {.kind = attention::ScoreKind::ScaledDot, .need_weights = true});
+  attention::MultiHeadAttention mha(/*embed_dim=*/16, /*heads=*/4, rng);
+  attention::MultiHeadOutput m = mha.forward(seq, seq, seq, mask);
+  if (a.weights.value().shape() != Shape{2, 7, 7} || m.output.value().shape() != Shape{2, 7, 16})
+    return 1;
+  for (float v : m.output.value().to_vector<float>())
+    if (!std::isfinite(v)) return 1;
   std::printf("loss ok\n");
   return 0;
 }
