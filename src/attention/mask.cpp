@@ -32,8 +32,9 @@ std::vector<double> broadcast_values(std::string_view what, const Tensor& t, con
 // "[b, i, j]" for flat index n of a [B, Tq, Tk] buffer (error messages).
 std::string position(size_t n, const ScoreDims& d) {
   const int64_t flat = int64_t(n), per_batch = d.queries * d.keys;
-  return "[" + std::to_string(flat / per_batch) + ", " + std::to_string(flat % per_batch / d.keys) +
-         ", " + std::to_string(flat % d.keys) + "]";
+  // Streamed, not std::string operator+: GCC 12 -O3 warns (-Wrestrict) on the latter.
+  return qkv::detail::concat("[", flat / per_batch, ", ", flat % per_batch / d.keys, ", ",
+                             flat % d.keys, "]");
 }
 
 // bias [B·Tq·Tk] += user bias (checked: same dtype as the scores, no NaN or +inf).
