@@ -34,6 +34,8 @@
 #include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
 
+#include "kernels/detail/for_spans-inl.h"
+
 HWY_BEFORE_NAMESPACE();
 namespace qkv::kernels {
 namespace HWY_NAMESPACE {
@@ -44,17 +46,6 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 // kBr·kBc floats = 16 KiB on the stack, small enough to stay in L1/L2 with the K/V tile.
 constexpr int64_t kBr = 64;
 constexpr int64_t kBc = 64;
-
-// body(d, c) over the whole vectors of [0, n), then a one-lane tag for the tail.
-template <class Body>
-HWY_INLINE void ForSpans(int64_t n, const Body& body) {
-  const hn::ScalableTag<float> d;
-  const hn::CappedTag<float, 1> d1;
-  const int64_t lanes = int64_t(hn::Lanes(d));
-  int64_t c = 0;
-  for (; c + lanes <= n; c += lanes) body(d, c);
-  for (; c < n; ++c) body(d1, c);
-}
 
 HWY_INLINE float RowMax(const float* x, int64_t n) {
   const hn::ScalableTag<float> d;

@@ -23,6 +23,8 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include "kernels/detail/for_spans-inl.h"
+
 HWY_BEFORE_NAMESPACE();
 namespace qkv::kernels {
 namespace HWY_NAMESPACE {
@@ -76,16 +78,6 @@ HWY_INLINE void RowSum2(int64_t n, const Dev& dev, float& sum, float& sum_sq) {
   }
   sum = hn::GetLane(hn::SumOfLanes(d, s)) + s_tail;
   sum_sq = hn::GetLane(hn::SumOfLanes(d, q)) + q_tail;
-}
-
-template <class Body>
-HWY_INLINE void ForSpans(int64_t n, const Body& body) {
-  const hn::ScalableTag<float> d;
-  const hn::CappedTag<float, 1> d1;
-  const int64_t lanes = int64_t(hn::Lanes(d));
-  int64_t c = 0;
-  for (; c + lanes <= n; c += lanes) body(d, c);
-  for (; c < n; ++c) body(d1, c);
 }
 
 void ForwardImpl(const float* x, const float* gamma, const float* beta, float* y, float* mean,

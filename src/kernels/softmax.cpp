@@ -26,6 +26,8 @@
 #include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
 
+#include "kernels/detail/for_spans-inl.h"
+
 HWY_BEFORE_NAMESPACE();
 namespace qkv::kernels {
 namespace HWY_NAMESPACE {
@@ -39,18 +41,6 @@ constexpr int64_t kGrain = int64_t{1} << 13;
 template <class F>
 void ForRows(int64_t rows, int64_t cols, const F& f) {
   detail::parallel_rows(rows, cols, kGrain, f);
-}
-
-// Calls body(d, c) for the whole vectors of [0, n), then body(d1, c) for the tail with a
-// one-lane tag running the same ops (tail lanes match the vector path bit for bit).
-template <class Body>
-HWY_INLINE void ForSpans(int64_t n, const Body& body) {
-  const hn::ScalableTag<float> d;
-  const hn::CappedTag<float, 1> d1;
-  const int64_t lanes = int64_t(hn::Lanes(d));
-  int64_t c = 0;
-  for (; c + lanes <= n; c += lanes) body(d, c);
-  for (; c < n; ++c) body(d1, c);
 }
 
 // Scores s = x (+ bias) of one row. kBias is a template parameter so the common
