@@ -71,6 +71,8 @@ load1=$(cut -d' ' -f1-3 /proc/loadavg)
 
 $py - "$tmp" "$reps" "$((SECONDS - start))" "$load0" "$load1" "$cpu0" "$cpu1" <<'PY'
 import json, os, sys
+sys.path.insert(0, "bench")  # the scripts run from the repository root
+from run_context import print_env_and_load
 tmp, reps, secs, load0, load1, cpu0, cpu1 = sys.argv[1:8]
 
 def load(name):
@@ -93,14 +95,8 @@ if tctx:
     print("threads per row: qkv set_num_threads(t); torch.set_num_threads(t) + openblas_set_num_threads(t)")
 else:
     print("torch: not run (no torch in /usr/bin/python3, or PEER=0)")
-env = [f"{k}={os.environ[k]}" for k in ("OPENBLAS_CORETYPE", "OMP_NUM_THREADS",
-       "OPENBLAS_NUM_THREADS", "QKV_NUM_THREADS", "ATEN_CPU_CAPABILITY") if k in os.environ]
-print("env: " + (" ".join(env) if env else "OPENBLAS_CORETYPE, OMP_NUM_THREADS not set"))
-c0, c1 = [list(map(int, c.split()[1:])) for c in (cpu0, cpu1)]
-d = [b - a for a, b in zip(c0, c1)]
-steal = 100 * d[7] / max(1, sum(d)) if len(d) > 7 else 0
-print(f"run: {reps} repetitions (max 3 for calls > 1 s, 1 for > 4 s), {secs} s; load average "
-      f"before {load0}, after {load1}; CPU steal {steal:.1f}%")
+print_env_and_load(f"{reps} repetitions (max 3 for calls > 1 s, 1 for > 4 s)", secs,
+                   load0, load1, cpu0, cpu1)
 
 def parse(name):
     kind, *rest = name.split(":")

@@ -69,6 +69,8 @@ load1=$(cut -d' ' -f1-3 /proc/loadavg)
 
 $py - "$tmp" "$reps" "$((SECONDS - start))" "$load0" "$load1" "$cpu0" "$cpu1" <<'PY'
 import glob, json, os, re, statistics, sys
+sys.path.insert(0, "bench")  # the scripts run from the repository root
+from run_context import print_env_and_load
 tmp, reps, secs, load0, load1, cpu0, cpu1 = sys.argv[1:8]
 
 qkv, ctx = {}, {}
@@ -76,7 +78,8 @@ for f in sorted(glob.glob(f"{tmp}/qkv*.json")):
     data = json.load(open(f))
     ctx = data["context"]
     for b in data["benchmarks"]:
-        if b.get("aggregate_name") != "median": continue
+        # Medians of the repetitions; with REPS=1 there are no aggregates, only the run.
+        if b.get("aggregate_name") != "median" and b.get("run_type") != "iteration": continue
         name = re.sub(r"/(real_time|manual_time|iterations:\d+)", "", b["run_name"])
         unit = "GFLOP/s" if "GFLOP/s" in b else "GB/s" if "GB/s" in b else None
         scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]]
@@ -104,14 +107,7 @@ if tctx:
     print("torch threads: torch.set_num_threads(t) + openblas_set_num_threads(t) per row")
 else:
     print("torch: not run (no torch in /usr/bin/python3, or PEER=0)")
-env = [f"{k}={os.environ[k]}" for k in ("OPENBLAS_CORETYPE", "OMP_NUM_THREADS",
-       "OPENBLAS_NUM_THREADS", "QKV_NUM_THREADS", "ATEN_CPU_CAPABILITY") if k in os.environ]
-print("env: " + (" ".join(env) if env else "OPENBLAS_CORETYPE, OMP_NUM_THREADS not set"))
-c0, c1 = [list(map(int, c.split()[1:])) for c in (cpu0, cpu1)]
-d = [b - a for a, b in zip(c0, c1)]
-steal = 100 * d[7] / max(1, sum(d)) if len(d) > 7 else 0
-print(f"run: {reps} repetitions, {secs} s; load average before {load0}, after {load1}; "
-      f"CPU steal {steal:.1f}%")
+print_env_and_load(f"{reps} repetitions", secs, load0, load1, cpu0, cpu1)
 
 def thr(n):
     m = re.search(r"threads:(\d+)", n)
