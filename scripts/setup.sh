@@ -13,6 +13,10 @@ packages=(
   libbenchmark-dev                   # bench/
   clang-format                       # style check (a test)
   python3                            # bench/run_kernels.sh prints its table with it
+  libsentencepiece-dev               # subword vocabularies (qkv vocab / train)
+  zlib1g-dev                         # .gz corpora
+  nlohmann-json3-dev                 # safetensors headers, model config, metrics JSON
+  libyaml-cpp-dev                    # YAML training configs (qkv train -c FILE)
 )
 
 missing=()
