@@ -93,20 +93,43 @@ bool use_fused(const MaskSpec& mask, const AttentionOptions& o) {
   return o.fused && dot_kind && detail::prefix_mask(mask);
 }
 
-// context = softmax(scale · q̃ k̃ᵀ, masked) v in one fused op; q̃, k̃ are q, k (dot kinds)
-// or their l2-normalised rows (cosine). Memory O(T): no [Tq, Tk] tensor anywhere.
-Variable fused_context(const Variable& q, const Variable& k, const Variable& v,
-                       const MaskSpec& mask, const AttentionOptions& o) {
-  double scale = 1.0;
-  Variable qq = q, kk = k;
+// The fused kernel's inputs for the dot kinds: q̃, k̃ are q, k (dot, scaled dot) or
+// their l2-normalised rows (cosine), and the scale applied to q̃ k̃ᵀ.
+struct FusedInputs {
+  Variable q, k;
+  ops::FlashAttentionOptions options;
+};
+
+FusedInputs fused_inputs(const Variable& q, const Variable& k, const MaskSpec& mask,
+                         const AttentionOptions& o) {
+  FusedInputs in{q, k, {1.0, mask.causal, mask.key_lengths}};
   if (o.kind == ScoreKind::ScaledDot)
-    scale = o.scale != 0.0 ? o.scale : 1.0 / std::sqrt(double(k.value().dim(2)));
+    in.options.scale = o.scale != 0.0 ? o.scale : 1.0 / std::sqrt(double(k.value().dim(2)));
   if (o.kind == ScoreKind::Cosine) {
-    qq = autograd::l2_normalize(q);
-    kk = autograd::l2_normalize(k);
-    scale = 1.0 / o.temperature;
+    in.q = autograd::l2_normalize(q);
+    in.k = autograd::l2_normalize(k);
+    in.options.scale = 1.0 / o.temperature;
   }
-  return autograd::scaled_dot_attention(qq, kk, v, {scale, mask.causal, mask.key_lengths});
+  return in;
+}
+
+// weights [B, Tq, Tk] -> the rows asked for, [B, rows, Tk]. A strict subset is a
+// constant copy (check_rows refuses subsets of differentiable weights).
+Variable select_rows(const Variable& weights, ops::RowRange rows) {
+  const int64_t tq = weights.value().dim(1);
+  const int64_t end = rows.end < 0 ? tq : rows.end;
+  if (rows.begin == 0 && end == tq) return weights;
+  return Variable(weights.value().slice(1, rows.begin, end).contiguous());
+}
+
+void check_rows(const AttentionOptions& o, int64_t tq) {
+  const ops::RowRange rows = o.weight_rows;
+  const int64_t end = rows.end < 0 ? tq : rows.end;
+  QKV_CHECK(rows.begin >= 0 && rows.begin <= end && end <= tq, ConfigError, "attend: weight_rows [",
+            rows.begin, ", ", rows.end, ") outside the ", tq, " query rows");
+  QKV_CHECK(!o.weights_need_grad || (rows.begin == 0 && end == tq), ConfigError,
+            "attend: weight_rows selects a subset of the rows but weights_need_grad is set; "
+            "differentiable weights come whole (ask for all rows)");
 }
 
 }  // namespace
@@ -115,9 +138,20 @@ AttentionOutput attend(const Variable& q, const Variable& k, const Variable& v,
                        const MaskSpec& mask, const ScoreParams& params,
                        const AttentionOptions& options) {
   const detail::ScoreDims dims = validate(q, k, v, params, options);
-  if (use_fused(mask, options) && !options.need_weights) {
+  if (options.need_weights) check_rows(options, dims.queries);
+  AttentionOutput out;
+  if (use_fused(mask, options)) {
     if (!mask.key_lengths.empty()) detail::check_key_lengths(mask.key_lengths, dims);
-    return {fused_context(q, k, v, mask, options), Variable()};
+    // context = softmax(scale · q̃ k̃ᵀ, masked) v in one fused op: memory O(T).
+    const FusedInputs in = fused_inputs(q, k, mask, options);
+    Tensor lse;
+    out.context = autograd::scaled_dot_attention(in.q, in.k, v, in.options, &lse);
+    if (!options.need_weights) return out;
+    if (!options.weights_need_grad) {  // inspection: only the rows asked for, from lse
+      out.weights = Variable(ops::flash_attention_weights(in.q.value(), in.k.value(), lse,
+                                                          in.options, options.weight_rows));
+      return out;
+    }
   }
   // One additive bias [B, Tq, Tk] (0 visible, −inf masked) carries every mask; the softmax
   // kernel gives a fully masked row zero weights and a zero gradient.
@@ -125,11 +159,11 @@ AttentionOutput attend(const Variable& q, const Variable& k, const Variable& v,
   ops::SoftmaxMask softmax_mask;
   if (bias.defined()) softmax_mask.bias = bias.view();
   const Variable weights = autograd::softmax(detail::score(q, k, params, options), softmax_mask);
-  // context [B, Tq, Dv] = weights [B, Tq, Tk] · v [B, Tk, Dv]
-  // Fused kinds with need_weights: the context still comes from the fused kernel.
-  const Variable context = use_fused(mask, options) ? fused_context(q, k, v, mask, options)
-                                                    : autograd::matmul(weights, v);
-  return {context, options.need_weights ? weights : Variable()};
+  // context [B, Tq, Dv] = weights [B, Tq, Tk] · v [B, Tk, Dv], unless the fused kernel
+  // gave it above (then it is the same with or without weights).
+  if (!out.context.defined()) out.context = autograd::matmul(weights, v);
+  if (options.need_weights) out.weights = select_rows(weights, options.weight_rows);
+  return out;
 }
 
 }  // namespace qkv::attention

@@ -151,6 +151,8 @@ MultiHeadOutput MultiHeadAttention::forward(const Variable& query, const Variabl
              split_heads(linear(value, p.wv, p.bv), batch, heads_), per_head, {},
              {.kind = ScoreKind::ScaledDot,  // scale 1/sqrt(E/H)
               .need_weights = options.need_weights,
+              .weight_rows = options.weight_rows,
+              .weights_need_grad = options.weights_need_grad,
               .fused = options.fused});
   const Variable merged = merge_heads(heads.context, batch, heads_);  // [B·Tq, E]
   MultiHeadOutput out;

@@ -17,9 +17,15 @@ Variable dot_scores(const Variable& q, const Variable& k) {
   return autograd::matmul(q, k, {.transpose_a = false, .transpose_b = true});
 }
 
-// Bahdanau: e_ij = vᵀ tanh(W q_i + U k_j + b). The [B, Tq, Tk, A] hidden activations are
-// materialised here (the fused kernel avoids that; this path is the oracle).
-Variable additive_scores(const Variable& q, const Variable& k, const ScoreParams& p) {
+// Bahdanau: e_ij = vᵀ tanh(W q_i + U k_j + b). The projections are two GEMMs over the
+// rows; the Tq·Tk·A tanh terms either go through the fused kernel (never stored) or,
+// on the composed path (the oracle), are materialised as [B, Tq, Tk, A].
+Variable additive_scores(const Variable& q, const Variable& k, const ScoreParams& p, bool fused) {
+  if (fused) {
+    Variable qp = project_rows(q, p.w);
+    if (p.b.defined()) qp = autograd::add_bias(qp, p.b);  // b joins the query side once
+    return autograd::additive_scores(qp, project_rows(k, p.u), p.v);
+  }
   const int64_t batch = q.value().dim(0), tq = q.value().dim(1), tk = k.value().dim(1);
   const int64_t hidden = p.v.value().dim(0);
   Variable h = autograd::pairwise_add(project_rows(q, p.w), project_rows(k, p.u));
@@ -57,7 +63,7 @@ Variable score(const Variable& q, const Variable& k, const ScoreParams& params,
     case ScoreKind::General:  // qᵀ W k = (q W) kᵀ
       return dot_scores(project_rows(q, params.w), k);
     case ScoreKind::Additive:
-      return additive_scores(q, k, params);
+      return additive_scores(q, k, params, options.fused);
   }
   QKV_THROW(InternalError, "attend: unknown score kind ", int(options.kind));
 }

@@ -23,6 +23,7 @@ const OpRegistration kEmbedding("embedding");
 const OpRegistration kCrossEntropy("cross_entropy");
 const OpRegistration kDropout("dropout");
 const OpRegistration kScaledDotAttention("scaled_dot_attention");
+const OpRegistration kAdditiveScores("additive_scores");
 
 Variable activation(const OpRegistration& op, ops::Activation f, const Variable& x) {
   Tensor y = ops::activation(f, x.value());
@@ -123,6 +124,17 @@ Variable scaled_dot_attention(const Variable& q, const Variable& k, const Variab
                               dy, q.value(), k.value(), v.value(), out, l, saved);
                           accumulate(q, g.dq);
                           accumulate(k, g.dk);
+                          accumulate(v, g.dv);
+                        });
+}
+
+Variable additive_scores(const Variable& qp, const Variable& kp, const Variable& v) {
+  return detail::record(kAdditiveScores, ops::additive_scores(qp.value(), kp.value(), v.value()),
+                        {qp, kp, v}, [qp, kp, v](const Tensor& dy) {
+                          ops::AdditiveScoresGradients g =
+                              ops::additive_scores_backward(dy, qp.value(), kp.value(), v.value());
+                          accumulate(qp, g.dqp);
+                          accumulate(kp, g.dkp);
                           accumulate(v, g.dv);
                         });
 }

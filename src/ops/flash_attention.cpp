@@ -128,22 +128,27 @@ FlashAttentionGradients flash_attention_backward(const TensorView& dout, const T
 }
 
 Tensor flash_attention_weights(const TensorView& q, const TensorView& k, const TensorView& lse,
-                               const FlashAttentionOptions& options) {
+                               const FlashAttentionOptions& options, RowRange rows) {
   constexpr std::string_view op = "flash_attention_weights";
   // k stands in for v: only q and k are read.
   kernels::FlashAttentionSpec spec = check_inputs(op, q, k, k, options);
   check_like(op, "lse", lse, q, lse_shape(q));
   const std::vector<int64_t> lengths = per_head_lengths(q, options);
   spec.key_lengths = lengths.empty() ? nullptr : lengths.data();
+  const int64_t end = rows.end < 0 ? spec.tq : rows.end;
+  QKV_CHECK(rows.begin >= 0 && rows.begin <= end && end <= spec.tq, ValueError, op, ": rows [",
+            rows.begin, ", ", rows.end, ") outside the ", spec.tq, " query rows");
   const detail::ContiguousInput cq(q), ck(k), cl(lse);
-  Tensor p = Tensor::empty(q.shape().with_dim(-1, spec.tk), q.dtype());
+  Tensor p =
+      Tensor::empty(q.shape().with_dim(-2, end - rows.begin).with_dim(-1, spec.tk), q.dtype());
+  if (p.numel() == 0) return p;
   detail::visit_dtype(q.dtype(), [&]<class T>() {
     if constexpr (std::is_same_v<T, float>)
-      kernels::flash_attention_weights(spec, cq.data<T>(), ck.data<T>(), cl.data<T>(), 0, spec.tq,
-                                       p.data<T>());
+      kernels::flash_attention_weights(spec, cq.data<T>(), ck.data<T>(), cl.data<T>(), rows.begin,
+                                       end, p.data<T>());
     else
-      kernels::ref::flash_attention_weights(spec, cq.data<T>(), ck.data<T>(), cl.data<T>(), 0,
-                                            spec.tq, p.data<T>());
+      kernels::ref::flash_attention_weights(spec, cq.data<T>(), ck.data<T>(), cl.data<T>(),
+                                            rows.begin, end, p.data<T>());
   });
   return p;
 }

@@ -13,7 +13,8 @@ using Vars = std::vector<Variable>;
 constexpr int64_t kB = 2, kTq = 3, kTk = 4, kDq = 3, kDv = 2, kHidden = 3;
 
 // Objective: a weighted sum of the context and of the weights, so both outputs' Jacobians
-// are checked (the weights of a softmax alone sum to a constant).
+// are checked (the weights of a softmax alone sum to a constant). The weights are asked
+// for with weights_need_grad (inspection weights carry no gradient).
 Variable objective(const AttentionOutput& out) {
   return autograd::add(project(out.context, 5), project(out.weights, 6));
 }
@@ -25,7 +26,8 @@ void check_kind_under_mask(ScoreKind kind, MaskKind mask_kind) {
                                 random_tensor({kB, kTk, kDv}, DType::F64, 3)};
   for (Tensor& p : param_tensors(kind, kDq, dk, kHidden, DType::F64, 10)) inputs.push_back(p);
   const MaskSpec mask = make_mask(mask_kind, kTq, kTk, DType::F64);
-  const AttentionOptions options{.kind = kind, .temperature = 0.7, .need_weights = true};
+  const AttentionOptions options{
+      .kind = kind, .temperature = 0.7, .need_weights = true, .weights_need_grad = true};
   const autograd::GradcheckReport r = autograd::gradcheck(
       [&](const Vars& v) {
         return objective(attend(v[0], v[1], v[2], mask, params_from(kind, v, 3), options));
@@ -56,15 +58,18 @@ TEST(AttentionGradcheck, AdditiveWithoutBiasAndExplicitScale) {
       [](const Vars& v) {
         ScoreParams p{.w = v[3], .u = v[4], .b = {}, .v = v[5]};
         return objective(
-            attend(v[0], v[1], v[2], {}, p, {.kind = ScoreKind::Additive, .need_weights = true}));
+            attend(v[0], v[1], v[2], {}, p,
+                   {.kind = ScoreKind::Additive, .need_weights = true, .weights_need_grad = true}));
       },
       inputs);
   EXPECT_TRUE(r.passed) << r.message;
   const autograd::GradcheckReport s = autograd::gradcheck(
       [](const Vars& v) {
-        return objective(
-            attend(v[0], v[1], v[2], {.causal = true}, {},
-                   {.kind = ScoreKind::ScaledDot, .scale = -0.3, .need_weights = true}));
+        return objective(attend(v[0], v[1], v[2], {.causal = true}, {},
+                                {.kind = ScoreKind::ScaledDot,
+                                 .scale = -0.3,
+                                 .need_weights = true,
+                                 .weights_need_grad = true}));
       },
       {inputs[0], random_tensor({1, 5, 3}, DType::F64, 7), inputs[2]});
   EXPECT_TRUE(s.passed) << s.message;
@@ -98,7 +103,9 @@ void check_multi_head(HeadWeights mode, MaskKind mask_kind) {
   const autograd::GradcheckReport r = autograd::gradcheck(
       [&](const Vars& v) {
         const MultiHeadAttention mha({v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10]}, 2);
-        const MultiHeadOutput out = mha.forward(v[0], v[1], v[2], mask, {true, mode});
+        const MultiHeadOutput out =
+            mha.forward(v[0], v[1], v[2], mask,
+                        {.need_weights = true, .head_weights = mode, .weights_need_grad = true});
         return autograd::add(project(out.output, 5), project(out.weights, 6));
       },
       inputs);

@@ -173,6 +173,16 @@ std::map<std::string, std::vector<GradCase>> build_table() {
   t["embedding"] = embedding_cases();
   t["cross_entropy"] = cross_entropy_cases();
   t["scaled_dot_attention"] = attention_cases();
+  t["additive_scores"] = {
+      {"[2, 3, 4] x [2, 5, 4], A 4",
+       {{2, 3, 4}, {2, 5, 4}, {4}},
+       [](const Vars& v) { return project(additive_scores(v[0], v[1], v[2])); }},
+      {"decoder step [1, 1, 3] x [1, 6, 3]",
+       {{1, 1, 3}, {1, 6, 3}, {3}},
+       [](const Vars& v) { return project(additive_scores(v[0], v[1], v[2])); }},
+      {"softmax of scores, [2, 2, 5] x [2, 3, 5]", {{2, 2, 5}, {2, 3, 5}, {5}}, [](const Vars& v) {
+         return project(softmax(additive_scores(v[0], v[1], v[2])));
+       }}};
   t["dropout"] = {unary("[4, 5] p=0.3", {4, 5},
                         [](const Variable& x) {
                           return dropout(x, {0.3, 1, 2, 3});

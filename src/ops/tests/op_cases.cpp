@@ -1,6 +1,7 @@
 #include "op_cases.h"
 
 #include "qkv/ops/activation.h"
+#include "qkv/ops/additive_scores.h"
 #include "qkv/ops/broadcast.h"
 #include "qkv/ops/cross_entropy.h"
 #include "qkv/ops/dropout.h"
@@ -158,6 +159,12 @@ std::vector<OpCase> build_cases() {
                      const ops::BinaryGrads g = ops::pairwise_add_backward(in[2]);
                      return Outputs{ops::pairwise_add(in[0], in[1]), g.da, g.db};
                    }});
+  cases.push_back(
+      {"additive_scores", {{{2, 3, 9}}, {{2, 5, 9}}, {{9}}, {{2, 3, 5}}}, [](const Views& in) {
+         const ops::AdditiveScoresGradients g =
+             ops::additive_scores_backward(in[3], in[0], in[1], in[2]);
+         return Outputs{ops::additive_scores(in[0], in[1], in[2]), g.dqp, g.dkp, g.dv};
+       }});
   cases.push_back(
       flash_attention_case("flash_attention", {2, 3, 5}, {2, 6, 5}, {2, 6, 4}, {2, 3, 4}, false));
   cases.push_back(flash_attention_case("flash_attention_masked", {2, 3, 4, 5}, {2, 3, 4, 5},

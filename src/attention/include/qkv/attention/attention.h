@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "qkv/autograd/variable.h"
+#include "qkv/ops/flash_attention.h"
 #include "qkv/tensor/tensor.h"
 
 namespace qkv::attention {
@@ -54,25 +55,34 @@ struct AttentionOptions {
   ScoreKind kind = ScoreKind::ScaledDot;
   double scale = 0.0;        // ScaledDot: 0 means 1/sqrt(Dk)
   double temperature = 1.0;  // Cosine: scores are divided by it (> 0)
+  // Return the attention weights too (AttentionOutput::weights).
   bool need_weights = false;
-  // Allow the fused kernel (autograd::scaled_dot_attention, FlashAttention-2 style, O(T)
-  // memory) where it computes the same function; false forces the composed path (the
-  // oracle). The context comes from the fused kernel iff both hold:
-  //   - kind is Dot (scale 1), ScaledDot (scale as above) or Cosine (q, k l2-normalised
-  //     first, scale 1/temperature);
-  //   - the mask is only key_lengths and/or causal (no bias, no allowed).
-  // need_weights does not change the path of the context (so it is the same with or
-  // without weights). Choice: the weights are then computed by the composed score +
-  // softmax, so they stay differentiable (callers take gradients through them) at the
-  // O(Tq·Tk) cost the caller asked for; callers who only inspect weights can use
-  // ops::flash_attention_weights (recomputed from lse) instead.
-  // Both paths agree within float32 rounding (float64 runs the reference twin).
+  // Which query rows' weights to return (default all): weights are [B, rows, Tk].
+  // A decoder that only shows the newest step asks for {Tq − 1, Tq}.
+  ops::RowRange weight_rows = {};
+  // false (default): the weights are for inspection (alignments, heatmaps) and carry no
+  // gradient. On the fused path they are then recomputed from the kernel's saved
+  // log-sum-exp for the rows asked for only, so asking for them never forces the slow
+  // path. true: the weights are differentiable (callers put them in a loss, e.g. a
+  // coverage penalty); on the dot kinds that costs the composed score + softmax.
+  bool weights_need_grad = false;
+  // Allow the fused kernels where they compute the same function; false forces the
+  // composed path (the oracle, which materialises every intermediate). Fused:
+  //   - Dot (scale 1), ScaledDot (scale as above) and Cosine (q, k l2-normalised first,
+  //     scale 1/temperature) with a mask of only key_lengths and/or causal (no bias, no
+  //     allowed): the context from autograd::scaled_dot_attention (FlashAttention-2
+  //     style, O(T) memory, no [Tq, Tk] tensor);
+  //   - Additive, any mask: scores from autograd::additive_scores (no [B, Tq, Tk, A]
+  //     tensor), then the masked softmax and the weighted sum as usual.
+  // Both paths agree within float32 rounding (float64 runs the reference twins).
   bool fused = true;
 };
 
 struct AttentionOutput {
   autograd::Variable context;  // [B, Tq, Dv]
-  autograd::Variable weights;  // [B, Tq, Tk] when need_weights, else undefined
+  // [B, rows, Tk] when need_weights (rows: AttentionOptions::weight_rows), else
+  // undefined. Rows sum to 1 over the visible keys (all 0 for a fully masked query).
+  autograd::Variable weights;
 };
 
 // q [B, Tq, Dq], k [B, Tk, Dk], v [B, Tk, Dv] (Dq == Dk except for General and

@@ -22,14 +22,19 @@ enum class HeadWeights { PerHead, Averaged };
 struct MultiHeadOptions {
   bool need_weights = false;
   HeadWeights head_weights = HeadWeights::Averaged;
+  // As AttentionOptions: the query rows whose weights are returned, and whether the
+  // weights carry gradients (false: inspection, recomputed cheaply on the fused path).
+  ops::RowRange weight_rows = {};
+  bool weights_need_grad = false;
   // Passed to attend() (AttentionOptions::fused): the heads' context comes from the
   // fused kernel unless the mask has a bias or allowed tensor.
   bool fused = true;
 };
 
 struct MultiHeadOutput {
-  autograd::Variable output;   // [B, Tq, E]
-  autograd::Variable weights;  // [B, H, Tq, Tk] (PerHead) or [B, Tq, Tk] (Averaged)
+  autograd::Variable output;  // [B, Tq, E]
+  // [B, H, rows, Tk] (PerHead) or [B, rows, Tk] (Averaged); rows as weight_rows.
+  autograd::Variable weights;
 };
 
 class MultiHeadAttention {

@@ -5,6 +5,7 @@
 
 #include "qkv/autograd/variable.h"
 #include "qkv/ops/activation.h"
+#include "qkv/ops/additive_scores.h"
 #include "qkv/ops/cross_entropy.h"
 #include "qkv/ops/dropout.h"
 #include "qkv/ops/flash_attention.h"
@@ -67,5 +68,9 @@ Variable dropout(const Variable& x, const ops::DropoutOptions& options);
 Variable scaled_dot_attention(const Variable& q, const Variable& k, const Variable& v,
                               const ops::FlashAttentionOptions& options = {},
                               Tensor* lse = nullptr);
+// Fused additive (Bahdanau) scores Σ_a v_a tanh(qp_ia + kp_ja) (see ops::additive_scores):
+// qp [B, Tq, A], kp [B, Tk, A], v [A] -> [B, Tq, Tk]. Saves only the inputs: backward
+// recomputes tanh, so no [B, Tq, Tk, A] tensor is kept.
+Variable additive_scores(const Variable& qp, const Variable& kp, const Variable& v);
 
 }  // namespace qkv::autograd

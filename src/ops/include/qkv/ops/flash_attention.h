@@ -45,9 +45,16 @@ FlashAttentionGradients flash_attention_backward(const TensorView& dout, const T
                                                  const TensorView& out, const TensorView& lse,
                                                  const FlashAttentionOptions& options = {});
 
-// Attention weights [..., Tq, Tk] recomputed from lse (0 where masked). Allocates the
-// full weights tensor: for inspection, not needed by forward or backward.
+// Query rows [begin, end) of the attention weights; end = -1 means Tq.
+struct RowRange {
+  int64_t begin = 0;
+  int64_t end = -1;
+};
+
+// Attention weights [..., end − begin, Tk] of the query rows asked for, recomputed from
+// lse (0 where masked): for inspection, not needed by forward or backward. The cost is
+// one tile pass over those rows only. ValueError unless 0 <= begin <= end <= Tq.
 Tensor flash_attention_weights(const TensorView& q, const TensorView& k, const TensorView& lse,
-                               const FlashAttentionOptions& options = {});
+                               const FlashAttentionOptions& options = {}, RowRange rows = {});
 
 }  // namespace qkv::ops
