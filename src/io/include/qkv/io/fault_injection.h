@@ -1,0 +1,46 @@
+// Test-only hooks that make qkv::io's low-level file steps misbehave on purpose, so
+// tests can prove that a failed save keeps the previous file intact and that partial
+// writes and EINTR are handled. They affect the whole process while alive (the steps of
+// a save may run on any thread); use one guard of each kind at a time, from tests only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace qkv::io::testing {
+
+// While alive, the n-th (1-based, counted from construction) low-level step of
+// write_file_atomically fails with errno ENOSPC. Steps are, in order: creating the
+// temporary file, each write(2) call, fsync of the file, close, rename, opening the
+// directory, fsync of the directory. Loop n = 1, 2, ... until a save succeeds to fail
+// every step once.
+class FailNthWrite {
+ public:
+  explicit FailNthWrite(std::int64_t n);
+  ~FailNthWrite();
+  FailNthWrite(const FailNthWrite&) = delete;
+  FailNthWrite& operator=(const FailNthWrite&) = delete;
+
+  // Steps taken since construction; true once step n was reached (and failed).
+  std::int64_t steps() const noexcept;
+  bool triggered() const noexcept;
+
+ private:
+  std::int64_t previous_fail_at_;
+};
+
+// While alive, every write(2) of qkv::io writes at most `max_bytes` bytes, and every
+// other call is interrupted before writing anything (returns -1 with errno EINTR), the
+// way a signal or a pipe would cut writes short.
+class ShortWrites {
+ public:
+  explicit ShortWrites(std::size_t max_bytes);
+  ~ShortWrites();
+  ShortWrites(const ShortWrites&) = delete;
+  ShortWrites& operator=(const ShortWrites&) = delete;
+
+ private:
+  std::size_t previous_max_;
+};
+
+}  // namespace qkv::io::testing
