@@ -32,15 +32,15 @@ using testing::project;
 
 constexpr int64_t kB = 2, kTq = 11, kTk = 9, kD = 8, kDv = 5, kHidden = 6;
 
-struct Run {
+struct Outcome {
   Tensor context, weights;
   std::vector<Tensor> grads;  // q, k, v, then the score parameters
 };
 
 // One forward + backward of attend() in `dtype` on fixed random inputs (the same values
 // in either dtype: drawn in float64, then rounded).
-Run run_attend(ScoreKind kind, MaskKind mask_kind, DType dtype, bool fused,
-               bool need_weights = false) {
+Outcome run_attend(ScoreKind kind, MaskKind mask_kind, DType dtype, bool fused,
+                   bool need_weights = false) {
   const int64_t dk = testing::key_dim(kind, kD);
   std::vector<Variable> vars = {leaf(random_tensor({kB, kTq, kD}, DType::F64, 1).to(dtype)),
                                 leaf(random_tensor({kB, kTk, dk}, DType::F64, 2).to(dtype)),
@@ -56,7 +56,7 @@ Run run_attend(ScoreKind kind, MaskKind mask_kind, DType dtype, bool fused,
   const AttentionOutput out =
       attend(vars[0], vars[1], vars[2], typed, testing::params_from(kind, vars, 3), o);
   autograd::backward(project(out.context, 9));
-  Run r{out.context.value(), need_weights ? out.weights.value() : Tensor(), {}};
+  Outcome r{out.context.value(), need_weights ? out.weights.value() : Tensor(), {}};
   for (const Variable& v : vars) r.grads.push_back(v.grad());
   return r;
 }
@@ -80,9 +80,9 @@ double max_abs_error(const Tensor& got, const Tensor& want64) {
 }
 
 void expect_fused_matches(ScoreKind kind, MaskKind mask) {
-  const Run oracle = run_attend(kind, mask, DType::F64, false);
-  const Run composed = run_attend(kind, mask, DType::F32, false);
-  const Run fused = run_attend(kind, mask, DType::F32, true);
+  const Outcome oracle = run_attend(kind, mask, DType::F64, false);
+  const Outcome composed = run_attend(kind, mask, DType::F32, false);
+  const Outcome fused = run_attend(kind, mask, DType::F32, true);
   EXPECT_TRUE(within_rule(fused.context, composed.context, oracle.context, 2));
   ASSERT_EQ(fused.grads.size(), oracle.grads.size());
   for (size_t i = 0; i < fused.grads.size(); ++i) {
@@ -90,11 +90,11 @@ void expect_fused_matches(ScoreKind kind, MaskKind mask) {
     EXPECT_TRUE(within_rule(fused.grads[i], composed.grads[i], oracle.grads[i], 3));
   }
   // Asking for weights does not change the context or gradients (same path).
-  const Run with_weights = run_attend(kind, mask, DType::F32, true, true);
+  const Outcome with_weights = run_attend(kind, mask, DType::F32, true, true);
   EXPECT_TRUE(bitwise_equal(with_weights.context, fused.context));
   for (size_t i = 0; i < fused.grads.size(); ++i)
     EXPECT_TRUE(bitwise_equal(with_weights.grads[i], fused.grads[i]));
-  const Run composed_weights = run_attend(kind, mask, DType::F32, false, true);
+  const Outcome composed_weights = run_attend(kind, mask, DType::F32, false, true);
   EXPECT_TRUE(all_close(with_weights.weights, composed_weights.weights, 2e-6, 2e-5));
 }
 
@@ -121,9 +121,9 @@ TEST(Fused, BitwiseIdenticalForOneAndTwoThreads) {
     for (MaskKind mask : testing::all_masks()) {
       SCOPED_TRACE(testing::kind_name(kind) + " / " + testing::mask_name(mask));
       set_num_threads(1);
-      const Run one = run_attend(kind, mask, DType::F32, true, true);
+      const Outcome one = run_attend(kind, mask, DType::F32, true, true);
       set_num_threads(2);
-      const Run two = run_attend(kind, mask, DType::F32, true, true);
+      const Outcome two = run_attend(kind, mask, DType::F32, true, true);
       EXPECT_TRUE(bitwise_equal(one.context, two.context));
       EXPECT_TRUE(bitwise_equal(one.weights, two.weights));
       for (size_t i = 0; i < one.grads.size(); ++i)
