@@ -1,6 +1,7 @@
 #include "qkv/data/vocab.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "data_test_util.h"
 #include "qkv/base/error.h"
@@ -45,8 +46,10 @@ constexpr int32_t kVocabSize = 96;
 class VocabTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    // One directory per process: ctest runs each test of the suite as its own process,
+    // in parallel, and they must not rewrite each other's model while it is read.
     dir_ = new std::filesystem::path(std::filesystem::path(::testing::TempDir()) / "qkv_data_test" /
-                                     "VocabShared");
+                                     ("VocabShared." + std::to_string(::getpid())));
     std::filesystem::create_directories(*dir_);
     src_ =
         new std::filesystem::path(write_gzip(*dir_ / "train.en.gz", synthetic(kEnglish, 300, 1)));
@@ -55,6 +58,8 @@ class VocabTest : public ::testing::Test {
     train_vocab({*src_, *tgt_}, kVocabSize, *model_);
   }
   static void TearDownTestSuite() {
+    std::error_code ignored;
+    std::filesystem::remove_all(*dir_, ignored);
     for (auto* p : {dir_, src_, tgt_, model_}) delete p;
   }
   static std::filesystem::path* dir_;
