@@ -1,0 +1,130 @@
+#include "detail/config_file.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <system_error>
+
+#include "detail/values.h"
+#include "qkv/base/error.h"
+
+namespace qkv::cli::detail {
+
+namespace {
+
+std::string read_config(const std::string& path) {
+  std::error_code ec;
+  QKV_CHECK(std::filesystem::exists(path, ec), ConfigError, "--config ", path,
+            ": no such file; check the path given with -c/--config");
+  QKV_CHECK(!std::filesystem::is_directory(path, ec), ConfigError, "--config ", path,
+            ": is a directory, not a YAML file");
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  QKV_CHECK(in.good() || in.eof(), ConfigError, "--config ", path,
+            ": cannot be read (check its permissions)");
+  return text.str();
+}
+
+YAML::Node parse_yaml(const std::string& path, const std::string& text) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    // yaml-cpp's marks are 0-based.
+    QKV_THROW(ConfigError, path, ":", e.mark.line + 1, ":", e.mark.column + 1,
+              ": YAML syntax error: ", e.msg, "; fix the file (is the indentation right?)");
+  } catch (const YAML::Exception& e) {
+    QKV_THROW(ConfigError, path, ": not valid YAML: ", e.what());
+  }
+}
+
+const char* kind_name(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Scalar:
+      return "a single value";
+    default:
+      return "nothing";
+  }
+}
+
+const char* expected_kind(OptionType type) {
+  switch (type) {
+    case OptionType::Int64:
+      return "an integer";
+    case OptionType::Double:
+      return "a number";
+    case OptionType::Switch:
+      return "true or false";
+    case OptionType::StringList:
+      return "a list ([a, b]) or a single value";
+    default:
+      return "a single value";
+  }
+}
+
+int line_of(const YAML::Node& node) {
+  const YAML::Mark mark = node.Mark();
+  return mark.is_null() ? 0 : mark.line + 1;
+}
+
+// The strings of `value` for `option`: one for a scalar, one per element for a list.
+std::vector<std::string> raw_strings(const Option& option, const YAML::Node& value,
+                                     const Origin& origin) {
+  QKV_CHECK(!value.IsNull(), ConfigError, origin.name(), " has no value; write ", origin.key, ": ",
+            option.display_metavar(), " or remove the line");
+  const bool is_list = option.type() == OptionType::StringList;
+  if (value.IsScalar()) return {value.Scalar()};
+  QKV_CHECK(is_list && value.IsSequence(), ConfigError, origin.name(), ": expected ",
+            expected_kind(option.type()), ", got ", kind_name(value));
+  std::vector<std::string> raw;
+  for (size_t i = 0; i < value.size(); ++i) {
+    QKV_CHECK(value[i].IsScalar(), ConfigError, origin.name(), ": element ", i + 1, " is ",
+              kind_name(value[i]), ", expected a single value");
+    raw.push_back(value[i].Scalar());
+  }
+  return raw;
+}
+
+}  // namespace
+
+std::vector<std::pair<const Option*, Value>> load_config(const OptionSet& set,
+                                                         const std::string& path) {
+  const YAML::Node root = parse_yaml(path, read_config(path));
+  std::vector<std::pair<const Option*, Value>> out;
+  if (root.IsNull()) return out;  // an empty file sets nothing
+  QKV_CHECK(root.IsMap(), ConfigError, path, ": expected option names with values ",
+            "(dim-emb: 256), got ", kind_name(root));
+
+  std::map<std::string, int> seen;  // key -> line
+  for (const auto& kv : root) {
+    const int line = line_of(kv.first);
+    const Origin at = Origin::config_file(path, line, kv.first.IsScalar() ? kv.first.Scalar() : "");
+    QKV_CHECK(kv.first.IsScalar(), ConfigError, at.file_prefix(),
+              "a key must be an option name, got ", kind_name(kv.first));
+    const std::string& key = at.key;
+    const Option* option = set.find(key);
+    if (option == nullptr) {
+      const std::string guess = set.closest_name(key);
+      QKV_CHECK(guess.empty(), ConfigError, at.file_prefix(), "unknown key '", key,
+                "'; did you mean '", guess, "'?");
+      QKV_THROW(ConfigError, at.file_prefix(), "unknown key '", key,
+                "'; keys are the long flag names without dashes (see --help)");
+    }
+    QKV_CHECK(!option->command_line_only(), ConfigError, at.file_prefix(), "key '", key,
+              "' is only allowed on the command line (--", key, ")");
+    const auto [it, inserted] = seen.emplace(key, line);
+    QKV_CHECK(inserted, ConfigError, at.name(), " given twice (first on line ", it->second,
+              "); keep one");
+    out.emplace_back(option, parse_value(*option, raw_strings(*option, kv.second, at), at));
+  }
+  return out;
+}
+
+}  // namespace qkv::cli::detail
