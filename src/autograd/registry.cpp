@@ -31,6 +31,8 @@ OpRegistration::OpRegistration(std::string_view name) : name_(name) {
 std::vector<std::string> registered_ops() {
   detail::link_linear_functions();
   detail::link_nn_functions();
+  detail::link_recurrent_functions();
+  detail::link_sequence_functions();
   Registry& r = registry();
   const std::lock_guard lock(r.mutex);
   return {r.names.begin(), r.names.end()};

@@ -1,5 +1,7 @@
 #include "qkv/autograd/variable.h"
 
+#include <cstring>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -21,7 +23,7 @@ thread_local bool grad_mode = true;
 }  // namespace
 
 Variable::Variable(Tensor value, bool requires_grad)
-    : node_(std::make_shared<Node>(Node{std::move(value), Tensor(), requires_grad})) {}
+    : node_(std::make_shared<Node>(Node{std::move(value), Tensor(), requires_grad, false})) {}
 
 Variable::Node& Variable::node() const {
   QKV_CHECK(node_ != nullptr, ValueError, "use of an undefined Variable");
@@ -41,7 +43,33 @@ void Variable::set_requires_grad(bool requires_grad) const {
   node().requires_grad = requires_grad;
 }
 void Variable::zero_grad() const {
-  node().grad = Tensor();
+  Node& n = node();
+  if (!n.grad_bound) {
+    n.grad = Tensor();
+    return;
+  }
+  // Bound storage stays; all-zero bits are +0.0 in both float dtypes.
+  std::memset(n.grad.view().raw_data(), 0, size_t(n.grad.numel()) * dtype_size(n.grad.dtype()));
+}
+
+void Variable::bind_storage(Tensor value, Tensor grad) const {
+  Node& n = node();
+  for (const Tensor* t : {&value, &grad}) {
+    QKV_CHECK(t->defined() && t->is_contiguous(), ValueError,
+              "bind_storage: storage must be defined and contiguous, got ",
+              t->defined() ? describe(*t) : std::string("an undefined tensor"));
+    QKV_CHECK(t->shape() == n.value.shape(), ShapeError, "bind_storage: storage ", describe(*t),
+              " does not match variable ", describe(n.value));
+    QKV_CHECK(t->dtype() == n.value.dtype(), ValueError, "bind_storage: storage ", describe(*t),
+              " does not match variable ", describe(n.value));
+  }
+  n.value = std::move(value);
+  n.grad = std::move(grad);
+  n.grad_bound = true;
+}
+
+bool Variable::has_bound_grad() const {
+  return node().grad_bound;
 }
 
 void Variable::accumulate_grad(const TensorView& g) const {
@@ -96,7 +124,7 @@ void backward(const Variable& loss) {
 
 namespace detail {
 
-Variable record(const OpRegistration& op, Tensor value, std::initializer_list<Variable> inputs,
+Variable record(const OpRegistration& op, Tensor value, std::span<const Variable> inputs,
                 BackwardFn backward) {
   bool needs_grad = false;
   if (grad_mode)

@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <initializer_list>
+#include <span>
 
 #include "qkv/autograd/registry.h"
 #include "qkv/autograd/variable.h"
@@ -14,8 +15,13 @@ using BackwardFn = std::function<void(const Tensor& dy)>;
 
 // Wraps `value` as the op's output. When grad mode is on and any input requires grad, the
 // output requires grad and an entry (op name, backward) is appended to the tape.
-Variable record(const OpRegistration& op, Tensor value, std::initializer_list<Variable> inputs,
+Variable record(const OpRegistration& op, Tensor value, std::span<const Variable> inputs,
                 BackwardFn backward);
+inline Variable record(const OpRegistration& op, Tensor value,
+                       std::initializer_list<Variable> inputs, BackwardFn backward) {
+  return record(op, std::move(value), std::span<const Variable>(inputs.begin(), inputs.size()),
+                std::move(backward));
+}
 
 // input.grad += g when the input requires grad (constants are skipped).
 inline void accumulate(const Variable& input, const TensorView& g) {
@@ -26,5 +32,7 @@ inline void accumulate(const Variable& input, const TensorView& g) {
 // every file (and thereby its OpRegistration objects).
 void link_linear_functions();
 void link_nn_functions();
+void link_recurrent_functions();
+void link_sequence_functions();
 
 }  // namespace qkv::autograd::detail

@@ -136,6 +136,60 @@ std::vector<GradCase> cross_entropy_cases() {
           ce({3, 5}, 0.0, false)};
 }
 
+// Recurrent cells (inputs of O(1) keep the gates off saturation), the masked blend with
+// a constant 0/1 row mask, and the sequence ops (select twice from one input: the slices
+// accumulate into one gradient).
+void add_recurrent_cases(std::map<std::string, std::vector<GradCase>>& t) {
+  t["gru_cell"] = {{"B 3, H 3",
+                    {{3, 9}, {3, 9}, {3, 3}},
+                    [](const Vars& v) { return project(gru_cell(v[0], v[1], v[2])); }},
+                   {"B 1, H 1, composed twice", {{1, 3}, {1, 3}, {1, 1}}, [](const Vars& v) {
+                      return project(gru_cell(v[0], v[1], gru_cell(v[0], v[1], v[2])));
+                    }}};
+  t["lstm_cell"] = {{"B 3, H 3, h and c",
+                     {{3, 12}, {3, 12}, {3, 3}},
+                     [](const Vars& v) {
+                       const LstmCellOutput o = lstm_cell(v[0], v[1], v[2]);
+                       return add(project(o.h, 98), project(o.c, 97));
+                     }},
+                    {"B 2, H 1, h only", {{2, 4}, {2, 4}, {2, 1}}, [](const Vars& v) {
+                       return project(lstm_cell(v[0], v[1], v[2]).h);
+                     }}};
+  t["masked_blend"] = {
+      {"[4, 5] rows 1, 3 from b",
+       {{4, 5}, {4, 5}},
+       [](const Vars& v) {
+         return project(
+             masked_blend(v[0], v[1], Tensor::from(Shape{4}, std::vector<double>{1, 0, 1, 0})));
+       }},
+      {"[2, 3, 2] with mask [2, 3]", {{2, 3, 2}, {2, 3, 2}}, [](const Vars& v) {
+         const Tensor mask = Tensor::from(Shape{2, 3}, std::vector<double>{0, 1, 1, 0, 0, 1});
+         return project(masked_blend(v[0], v[1], mask));
+       }}};
+  t["concat"] = {
+      {"[2, 3, 2] [2, 1, 2] on axis 1",
+       {{2, 3, 2}, {2, 1, 2}},
+       [](const Vars& v) {
+         return project(concat({v[0], v[1]}, 1));
+       }},
+      {"[3, 2] [3, 4] [3, 1] on the last axis", {{3, 2}, {3, 4}, {3, 1}}, [](const Vars& v) {
+         return project(concat({v[0], v[1], v[2]}, -1));
+       }}};
+  t["stack"] = {{"3 x [2, 3] on axis 1",
+                 {{2, 3}, {2, 3}, {2, 3}},
+                 [](const Vars& v) {
+                   return project(stack({v[0], v[1], v[2]}, 1));
+                 }},
+                {"2 x [4] on the last axis", {{4}, {4}}, [](const Vars& v) {
+                   return project(stack({v[0], v[1]}, -1));
+                 }}};
+  t["select"] = {unary("[3, 4, 5] axis 1 index 2", {3, 4, 5},
+                       [](const Variable& x) { return select(x, 1, 2); }),
+                 {"[3, 4] rows 0 and 2, multiplied", {{3, 4}}, [](const Vars& v) {
+                    return project(mul(select(v[0], 0, 0), select(v[0], 0, 2)));
+                  }}};
+}
+
 std::map<std::string, std::vector<GradCase>> build_table() {
   std::map<std::string, std::vector<GradCase>> t;
   t["matmul"] = matmul_cases();
@@ -199,6 +253,7 @@ std::map<std::string, std::vector<GradCase>> build_table() {
                         }),
                   unary("transposed [3, 5] -> [15]", {3, 5},
                         [](const Variable& x) { return reshape(transpose(x, 0, 1), {15}); })};
+  add_recurrent_cases(t);
   return t;
 }
 

@@ -169,6 +169,7 @@ std::vector<OpCase> build_cases() {
       flash_attention_case("flash_attention", {2, 3, 5}, {2, 6, 5}, {2, 6, 4}, {2, 3, 4}, false));
   cases.push_back(flash_attention_case("flash_attention_masked", {2, 3, 4, 5}, {2, 3, 4, 5},
                                        {2, 3, 4, 7}, {2, 3, 4, 7}, true));
+  append_recurrent_cases(cases);
   return cases;
 }
 

@@ -27,6 +27,9 @@ struct OpCase {
 
 const std::vector<OpCase>& op_cases();
 
+// The recurrent-cell and sequence ops' rows (op_cases_recurrent.cpp), added to the table.
+void append_recurrent_cases(std::vector<OpCase>& cases);
+
 // Inputs for a case in `dtype`, seeded by the case index.
 std::vector<Tensor> make_inputs(const OpCase& c, DType dtype, uint64_t seed);
 

@@ -3,6 +3,7 @@
 // registry name of each function is its C++ name.
 #pragma once
 
+#include "qkv/autograd/functions_recurrent.h"  // recurrent cells, concat/stack/select
 #include "qkv/autograd/variable.h"
 #include "qkv/ops/activation.h"
 #include "qkv/ops/additive_scores.h"

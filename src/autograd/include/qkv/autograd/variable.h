@@ -38,6 +38,16 @@ class Variable {
   // dtype, else ShapeError / ValueError.
   void accumulate_grad(const TensorView& g) const;
 
+  // Moves this variable onto caller-owned storage: `value` replaces value() (same shape
+  // and dtype; the caller has copied the contents over) and `grad` becomes the gradient's
+  // storage, which then stays defined: backward accumulates into it in place and
+  // zero_grad() fills it with zeros instead of dropping it. Both must be contiguous and
+  // match value's shape and dtype (ValueError / ShapeError). qkv::nn's parameter store
+  // puts every parameter into one flat value arena and one flat gradient arena this way.
+  void bind_storage(Tensor value, Tensor grad) const;
+  // True after bind_storage().
+  bool has_bound_grad() const;
+
   // True when both handles refer to the same variable.
   bool same_as(const Variable& other) const noexcept { return node_ == other.node_; }
 
@@ -46,6 +56,7 @@ class Variable {
     Tensor value;
     Tensor grad;
     bool requires_grad = false;
+    bool grad_bound = false;  // grad is caller-owned storage (bind_storage)
   };
   Node& node() const;
   std::shared_ptr<Node> node_;
