@@ -1,0 +1,73 @@
+// The Transformer's pre-LN layers (Vaswani et al. 2017 with the LayerNorm moved before
+// each sub-layer, Xiong et al. 2020; as in tensor2tensor and fairseq's normalize_before):
+//   encoder:  x += drop(SelfAttn(LN(x)));  x += drop(FFN(LN(x)))
+//   decoder:  x += drop(CausalSelfAttn(LN(x)));  x += drop(CrossAttn(LN(x), memory));
+//             x += drop(FFN(LN(x)))
+// and a final LayerNorm after each stack. Dropout on each sub-layer's output before the
+// residual sum and on embeddings + positions (sec. 5.4); none inside attention or FFN.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "detail/multi_head_block.h"
+#include "qkv/nn/dropout.h"
+#include "qkv/nn/feed_forward.h"
+#include "qkv/nn/layer_norm.h"
+
+namespace qkv::models::detail {
+
+using autograd::Variable;
+
+class EncoderLayer {
+ public:
+  EncoderLayer(nn::ParameterStore& store, const std::string& prefix, int64_t dim, int64_t heads,
+               int64_t ffn);
+  // x [B, Ts, E], lengths [B] (key padding) -> [B, Ts, E].
+  Variable forward(const Variable& x, std::span<const int64_t> lengths, nn::Dropout& dropout);
+
+ private:
+  nn::LayerNorm attn_norm_;
+  MultiHeadBlock attn_;
+  nn::LayerNorm ffn_norm_;
+  nn::FeedForward ffn_;
+};
+
+// One decoder layer's cache for incremental decoding: the self-attention keys and values
+// of every position so far (projections of the normalised inputs, so a step projects
+// only its own row) and the cross-attention keys and values of the memory.
+struct LayerCache {
+  Tensor self_k, self_v;    // [B, H, t, Dh]; undefined before the first step
+  Tensor cross_k, cross_v;  // [B, H, Ts, Dh]
+};
+
+class DecoderLayer {
+ public:
+  DecoderLayer(nn::ParameterStore& store, const std::string& prefix, int64_t dim, int64_t heads,
+               int64_t ffn);
+
+  // Teacher forcing: x [B, Tt, E], memory [B, Ts, E] (the encoder's normalised output),
+  // lengths [B] -> [B, Tt, E].
+  Variable forward(const Variable& x, const Variable& memory, std::span<const int64_t> lengths,
+                   nn::Dropout& dropout);
+
+  // The cross-attention keys and values of memory [B, Ts, E], computed once per source.
+  void prepare(const Variable& memory, LayerCache& cache) const;
+  // One step: x [B, 1, E] (the newest position) -> [B, 1, E]; appends this position's keys
+  // and values to the cache. weights: when non-null, receives the cross-attention
+  // weights [B, H, Ts].
+  Variable step(const Variable& x, LayerCache& cache, std::span<const int64_t> lengths,
+                nn::Dropout& dropout, Tensor* weights);
+
+ private:
+  nn::LayerNorm self_norm_;
+  MultiHeadBlock self_attn_;
+  nn::LayerNorm cross_norm_;
+  MultiHeadBlock cross_attn_;
+  nn::LayerNorm ffn_norm_;
+  nn::FeedForward ffn_;
+};
+
+}  // namespace qkv::models::detail

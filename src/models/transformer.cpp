@@ -1,0 +1,196 @@
+// Transformer: embeddings, the layer stacks and the Seq2Seq interface with its cache.
+#include "qkv/models/transformer.h"
+
+#include "detail/common.h"
+#include "detail/transformer_layers.h"
+#include "qkv/autograd/functions.h"
+#include "qkv/nn/positions.h"
+#include "qkv/ops/softmax.h"
+
+namespace qkv::models {
+namespace detail {
+
+class TransformerLayers {
+ public:
+  TransformerLayers(nn::ParameterStore& store, const ModelConfig& c)
+      : config_(c),
+        tables_(store, c, /*scale_by_sqrt_dim=*/true),
+        positions_(store, "positions", c.max_positions, c.dim_emb),
+        encoder_dropout_(store, "encoder.dropout", c.dropout),
+        decoder_dropout_(store, "decoder.dropout", c.dropout),
+        encoder_norm_(store, "encoder.norm", c.dim_emb),
+        decoder_norm_(store, "decoder.norm", c.dim_emb) {
+    encoder_.reserve(size_t(c.enc_depth));
+    decoder_.reserve(size_t(c.dec_depth));
+    for (int64_t l = 0; l < c.enc_depth; ++l)
+      encoder_.emplace_back(store, "encoder.layers." + std::to_string(l), c.dim_emb, c.heads,
+                            c.dim_ffn);
+    for (int64_t l = 0; l < c.dec_depth; ++l)
+      decoder_.emplace_back(store, "decoder.layers." + std::to_string(l), c.dim_emb, c.heads,
+                            c.dim_ffn);
+  }
+
+  // src [B, Ts] -> memory [B, Ts, E] (after the final LayerNorm).
+  Variable encode(const Tensor& src, std::span<const int64_t> lengths) {
+    check_length("src", src.dim(1));
+    Variable x = encoder_dropout_.forward(positions_.forward(tables_.source(src)));
+    for (EncoderLayer& layer : encoder_) x = layer.forward(x, lengths, encoder_dropout_);
+    return encoder_norm_.forward(x);
+  }
+
+  // tgt_in [B, Tt] -> logits [B, Tt, V].
+  Variable decode(const Tensor& tgt_in, const Variable& memory, std::span<const int64_t> lengths) {
+    check_length("tgt_in", tgt_in.dim(1));
+    Variable x = decoder_dropout_.forward(positions_.forward(tables_.target(tgt_in)));
+    for (DecoderLayer& layer : decoder_) x = layer.forward(x, memory, lengths, decoder_dropout_);
+    return tables_.project(decoder_norm_.forward(x));
+  }
+
+  void prepare(const Variable& memory, std::vector<LayerCache>& caches) const {
+    caches.resize(decoder_.size());
+    for (size_t l = 0; l < decoder_.size(); ++l) decoder_[l].prepare(memory, caches[l]);
+  }
+
+  // prev_ids [B] at position t -> logits [B, V]; weights of layer `weights_layer`.
+  Variable step(const Tensor& prev_ids, int64_t t, std::vector<LayerCache>& caches,
+                std::span<const int64_t> lengths, int64_t weights_layer, Tensor* weights) {
+    check_length("decoding", t + 1);
+    const Tensor ids = prev_ids.reshape({prev_ids.dim(0), 1});
+    Variable x = decoder_dropout_.forward(positions_.forward(tables_.target(ids), t));
+    for (size_t l = 0; l < decoder_.size(); ++l)
+      x = decoder_[l].step(x, caches[l], lengths, decoder_dropout_,
+                           int64_t(l) == weights_layer ? weights : nullptr);
+    const Variable logits = tables_.project(decoder_norm_.forward(x));  // [B, 1, V]
+    return autograd::reshape(logits, {prev_ids.dim(0), config_.vocab_size});
+  }
+
+  void set_training(bool training) {
+    encoder_dropout_.set_training(training);
+    decoder_dropout_.set_training(training);
+  }
+
+ private:
+  void check_length(const char* what, int64_t length) const {
+    QKV_CHECK(length <= config_.max_positions, ValueError, "transformer: ", what, " length ",
+              length, " exceeds max_positions = ", config_.max_positions, " (model config)");
+  }
+
+  ModelConfig config_;
+  TokenTables tables_;
+  nn::SinusoidalPositions positions_;
+  nn::Dropout encoder_dropout_, decoder_dropout_;
+  std::vector<EncoderLayer> encoder_;
+  std::vector<DecoderLayer> decoder_;
+  nn::LayerNorm encoder_norm_, decoder_norm_;
+};
+
+}  // namespace detail
+
+namespace {
+
+class TransformerState final : public DecoderState {
+ public:
+  std::vector<detail::LayerCache> caches;  // one per decoder layer
+  std::vector<int64_t> lengths;
+  int64_t t = 0;
+
+  int64_t batch_size() const noexcept override { return int64_t(lengths.size()); }
+  int64_t steps() const noexcept override { return t; }
+  void reorder(std::span<const int64_t> indices) override {
+    for (detail::LayerCache& c : caches)
+      for (Tensor* x : {&c.self_k, &c.self_v, &c.cross_k, &c.cross_v})
+        if (x->defined()) *x = detail::gather_rows(*x, indices);
+    lengths = detail::gather_rows(lengths, indices);
+  }
+};
+
+// w [B, H, Ts] -> head `head`'s rows, or the mean over heads (head = -1), [B, Ts].
+Tensor pick_head(const Tensor& w, int64_t head) {
+  const int64_t batch = w.dim(0), heads = w.dim(1), ts = w.dim(2);
+  if (head >= 0) return w.slice(1, head, head + 1).contiguous().reshape({batch, ts});
+  const Tensor w64 = w.to(DType::F64);
+  Tensor mean = Tensor::zeros({batch, ts}, DType::F64);
+  const double* in = w64.data<double>();
+  double* out = mean.data<double>();
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t j = 0; j < ts; ++j)
+        out[b * ts + j] += in[(b * heads + h) * ts + j] / double(heads);
+  return mean.to(w.dtype());
+}
+
+}  // namespace
+
+Transformer::Transformer(const ModelConfig& config, uint64_t seed, DType dtype)
+    : config_(config), store_(seed, dtype) {
+  validate(config);
+  QKV_CHECK(config.type == ModelType::Transformer, ConfigError,
+            "Transformer: model config type is ", to_string(config.type), ", not transformer");
+  layers_ = std::make_unique<detail::TransformerLayers>(store_, config_);
+}
+
+Transformer::~Transformer() = default;
+
+EncoderOutput Transformer::encode(const Tensor& src, std::span<const int64_t> src_lengths) {
+  detail::check_sequences("src", src, src_lengths);
+  const autograd::NoGradGuard no_grad;
+  return {layers_->encode(src, src_lengths).value(), {src_lengths.begin(), src_lengths.end()}, {}};
+}
+
+std::unique_ptr<DecoderState> Transformer::initial_state(const EncoderOutput& encoded) {
+  const Tensor& m = encoded.memory;
+  QKV_CHECK(m.defined() && m.rank() == 3 && m.dim(2) == config_.dim_emb &&
+                int64_t(encoded.lengths.size()) == m.dim(0),
+            ShapeError, "transformer initial_state: memory ",
+            m.defined() ? describe(m) : std::string("undefined"), " must be [B, Ts, ",
+            config_.dim_emb, "] with B = ", encoded.lengths.size(), " lengths");
+  for (size_t b = 0; b < encoded.lengths.size(); ++b)
+    QKV_CHECK(encoded.lengths[b] >= 1 && encoded.lengths[b] <= m.dim(1), ValueError,
+              "transformer initial_state: lengths[", b, "] = ", encoded.lengths[b],
+              " is outside [1, Ts = ", m.dim(1), "]");
+  const autograd::NoGradGuard no_grad;
+  auto state = std::make_unique<TransformerState>();
+  layers_->prepare(autograd::Variable(m), state->caches);
+  state->lengths = encoded.lengths;
+  return state;
+}
+
+StepOutput Transformer::step(const Tensor& prev_ids, DecoderState& state, bool want_attention,
+                             const AttentionSelection& which) {
+  auto* s = dynamic_cast<TransformerState*>(&state);
+  QKV_CHECK(s != nullptr, ValueError, "transformer step: the state was not made by a transformer");
+  QKV_CHECK(which.layer >= -1 && which.layer < config_.dec_depth && which.head >= -1 &&
+                which.head < config_.heads,
+            ConfigError, "transformer step: attention layer ", which.layer, " / head ", which.head,
+            " outside [-1, ", config_.dec_depth, ") / [-1, ", config_.heads, ")");
+  detail::check_step_ids(prev_ids, s->batch_size());
+  const autograd::NoGradGuard no_grad;
+  const int64_t layer = which.layer < 0 ? config_.dec_depth - 1 : which.layer;
+  Tensor weights;  // [B, H, Ts]
+  const autograd::Variable logits = layers_->step(prev_ids, s->t, s->caches, s->lengths, layer,
+                                                  want_attention ? &weights : nullptr);
+  StepOutput out;
+  out.log_probs = ops::log_softmax(logits.value());
+  if (want_attention) out.attention = pick_head(weights, which.head);
+  ++s->t;
+  return out;
+}
+
+autograd::Variable Transformer::forward_train(const Tensor& src,
+                                              std::span<const int64_t> src_lengths,
+                                              const Tensor& tgt_in,
+                                              std::span<const int64_t> tgt_lengths) {
+  detail::check_sequences("src", src, src_lengths);
+  detail::check_sequences("tgt_in", tgt_in, tgt_lengths);
+  QKV_CHECK(src.dim(0) == tgt_in.dim(0), ShapeError, "forward_train: src ", describe(src),
+            " and tgt_in ", describe(tgt_in), " differ in batch size");
+  const autograd::Variable memory = layers_->encode(src, src_lengths);
+  return layers_->decode(tgt_in, memory, src_lengths);
+}
+
+void Transformer::set_training(bool training) {
+  training_ = training;
+  layers_->set_training(training);
+}
+
+}  // namespace qkv::models
