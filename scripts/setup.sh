@@ -17,6 +17,7 @@ packages=(
   zlib1g-dev                         # .gz corpora
   nlohmann-json3-dev                 # safetensors headers, model config, metrics JSON
   libyaml-cpp-dev                    # YAML training configs (qkv train -c FILE)
+  libpng-dev                         # PNG attention heatmaps (qkv attend --png)
 )
 
 missing=()
