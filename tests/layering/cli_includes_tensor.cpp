@@ -1,0 +1,2 @@
+// Must NOT compile: cli parses options (base only).
+#include "qkv/tensor/tensor.h"

@@ -1,0 +1,2 @@
+// Must NOT compile: models sit below training.
+#include "qkv/train/optimizer.h"
