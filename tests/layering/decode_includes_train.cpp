@@ -1,2 +1,0 @@
-// Must NOT compile: decoding needs a model, never the training loop.
-#include "qkv/train/checkpoint.h"
