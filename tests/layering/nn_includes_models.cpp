@@ -1,2 +1,2 @@
 // Must NOT compile: nn (layers) sits below models.
-#include "qkv/models/seq2seq.h"
+#include "qkv/models/config.h"
