@@ -171,4 +171,23 @@ void ParameterStore::zero_grad() {
   std::memset(grads_.view().raw_data(), 0, size_t(used_) * dtype_size(dtype_));
 }
 
+std::shared_ptr<uint64_t> ParameterStore::register_dropout_counter() const {
+  dropout_counters_.push_back(std::make_shared<uint64_t>(0));
+  return dropout_counters_.back();
+}
+
+std::vector<uint64_t> ParameterStore::dropout_counters() const {
+  std::vector<uint64_t> out;
+  out.reserve(dropout_counters_.size());
+  for (const auto& c : dropout_counters_) out.push_back(*c);
+  return out;
+}
+
+void ParameterStore::set_dropout_counters(std::span<const uint64_t> counters) {
+  QKV_CHECK(counters.size() == dropout_counters_.size(), ValueError,
+            "ParameterStore: ", counters.size(), " dropout counters given for ",
+            dropout_counters_.size(), " dropout layers (a checkpoint of another model?)");
+  for (size_t i = 0; i < counters.size(); ++i) *dropout_counters_[i] = counters[i];
+}
+
 }  // namespace qkv::nn

@@ -94,6 +94,13 @@ class Seq2Seq {
   virtual void set_training(bool training) = 0;
   virtual bool training() const noexcept = 0;
 
+  // Every Dropout layer's mask counter (see nn::ParameterStore::dropout_counters): saved
+  // by checkpoints so a resumed run draws the same masks.
+  std::vector<uint64_t> dropout_offsets() const { return parameters().dropout_counters(); }
+  // ValueError when the count does not match this model's Dropout layers.
+  void set_dropout_offsets(std::span<const uint64_t> offsets) {
+    parameters().set_dropout_counters(offsets);
+  }
   virtual nn::ParameterStore& parameters() noexcept = 0;
   virtual const nn::ParameterStore& parameters() const noexcept = 0;
   virtual const ModelConfig& config() const noexcept = 0;

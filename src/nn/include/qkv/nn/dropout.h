@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "qkv/nn/parameters.h"
@@ -25,15 +26,16 @@ class Dropout {
   void set_training(bool training) noexcept { training_ = training; }
   bool training() const noexcept { return training_; }
   double p() const noexcept { return p_; }
-  // The mask counter, for checkpoints: restoring it resumes the same masks.
-  uint64_t offset() const noexcept { return offset_; }
-  void set_offset(uint64_t offset) noexcept { offset_ = offset; }
+  // The mask counter, for checkpoints: restoring it resumes the same masks. The cell is
+  // registered in the store (ParameterStore::dropout_counters saves every layer's).
+  uint64_t offset() const noexcept { return *offset_; }
+  void set_offset(uint64_t offset) noexcept { *offset_ = offset; }
 
  private:
   std::string name_;
   double p_;
   uint64_t seed_, stream_;
-  uint64_t offset_ = 0;
+  std::shared_ptr<uint64_t> offset_;
   bool training_ = true;
 };
 

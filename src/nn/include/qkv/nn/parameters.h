@@ -19,6 +19,8 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -111,6 +113,16 @@ class ParameterStore {
   uint64_t seed() const noexcept { return seed_; }
   DType dtype() const noexcept { return dtype_; }
 
+  // Dropout mask counters of every Dropout layer built on this store, in construction
+  // order: with the parameters and the seed they are the model's whole random state, so a
+  // checkpoint saves them and a resumed run draws the same masks. Each Dropout registers
+  // its counter cell at construction (a const store may register: the counters are state,
+  // not parameters).
+  std::shared_ptr<uint64_t> register_dropout_counter() const;
+  std::vector<uint64_t> dropout_counters() const;
+  // ValueError unless counters.size() equals the number of registered Dropout layers.
+  void set_dropout_counters(std::span<const uint64_t> counters);
+
  private:
   void reserve(int64_t elements);
   void bind(const Parameter& p);
@@ -123,6 +135,7 @@ class ParameterStore {
   std::vector<Parameter> params_;
   std::vector<std::pair<std::string, std::string>> aliases_;
   std::map<std::string, std::size_t, std::less<>> index_;  // names and aliases -> params_
+  mutable std::vector<std::shared_ptr<uint64_t>> dropout_counters_;
 };
 
 }  // namespace qkv::nn
