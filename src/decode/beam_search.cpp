@@ -1,0 +1,273 @@
+#include "qkv/decode/beam_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "detail/rows.h"
+#include "qkv/base/error.h"
+
+namespace qkv::decode {
+namespace {
+
+// A never-attended source token costs β·log(1e-6) instead of -inf (see the header).
+constexpr double kCoverageFloor = 1e-6;
+
+// One node of a sentence's search tree: a token and its back pointer. Hypotheses that
+// share a prefix share its nodes; a hypothesis is read back from its last node.
+struct Node {
+  int32_t token = 0;
+  int32_t parent = -1;     // the previous token's node; -1 for the first token
+  float log_prob = 0;      // log p(token | the prefix)
+  int64_t attention = -1;  // offset of the step's attention row in Sentence::attention
+};
+
+struct Live {
+  int32_t node = -1;  // last token's node (-1: nothing decoded yet)
+  double log_prob = 0;
+};
+
+struct Finished {
+  int32_t node = -1;
+  bool eos = false;  // ended with EOS (else cut at the length limit)
+};
+
+struct Sentence {
+  int64_t source_length = 0;
+  int64_t limit = 0;  // most tokens, EOS not counted
+  int64_t width = 0;  // beam_size minus the finished hypotheses
+  std::vector<Node> nodes;
+  std::vector<float> attention;  // [nodes with attention, source_length]
+  std::vector<Live> live;        // in the order of their decoder-state rows
+  std::vector<Finished> finished;
+};
+
+// A continuation of live hypothesis `row` (index into Sentence::live) by `token`.
+struct Candidate {
+  double log_prob = 0;  // cumulative
+  int32_t row = 0;
+  int32_t token = 0;
+};
+
+// The search order: higher log-probability first, then the earlier row, then the lower id.
+bool better(const Candidate& a, const Candidate& b) {
+  if (a.log_prob != b.log_prob) return a.log_prob > b.log_prob;
+  if (a.row != b.row) return a.row < b.row;
+  return a.token < b.token;
+}
+
+// The k best ids of lp [V] (higher first, lower id on ties) into `ids`, best first.
+// A min-heap of k ids: O(V log k), no V-sized buffer.
+void top_k(const float* lp, int64_t v, int64_t k, std::vector<int32_t>& ids) {
+  const auto heap_order = [lp](int32_t a, int32_t b) {  // "a is better": worst at the front
+    return lp[a] > lp[b] || (lp[a] == lp[b] && a < b);
+  };
+  ids.clear();
+  for (int64_t i = 0; i < v; ++i) {
+    QKV_CHECK(!std::isnan(lp[i]), ValueError, "beam_search: the model gave a NaN log-probability",
+              " for token ", i);
+    const auto id = static_cast<int32_t>(i);
+    if (int64_t(ids.size()) < k) {
+      ids.push_back(id);
+      std::push_heap(ids.begin(), ids.end(), heap_order);
+    } else if (heap_order(id, ids.front())) {
+      std::pop_heap(ids.begin(), ids.end(), heap_order);
+      ids.back() = id;
+      std::push_heap(ids.begin(), ids.end(), heap_order);
+    }
+  }
+  std::sort_heap(ids.begin(), ids.end(), heap_order);
+}
+
+// What one step contributes for one sentence: lp [rows, V] and attention [rows, Ts]
+// (nullptr when not kept) are its rows of the step's output.
+struct StepRows {
+  const float* log_probs = nullptr;
+  int64_t vocab = 0;
+  const float* attention = nullptr;
+  int64_t attention_stride = 0;
+};
+
+// Advances sentence `s` by one step: keeps its `width` best continuations, finishes the
+// EOS ones (and all of them at the length limit). Appends the state row (local index into
+// the old live list) of each new live hypothesis to `parents`.
+void expand(Sentence& s, const StepRows& in, int64_t step, int32_t eos_id,
+            std::vector<int32_t>& parents) {
+  const int64_t k = s.width;
+  std::vector<Candidate> candidates;
+  std::vector<int32_t> ids;
+  for (size_t r = 0; r < s.live.size(); ++r) {
+    const float* lp = in.log_probs + int64_t(r) * in.vocab;
+    top_k(lp, in.vocab, k, ids);
+    for (const int32_t id : ids)
+      candidates.push_back({s.live[r].log_prob + double(lp[id]), int32_t(r), id});
+  }
+  const auto keep = std::min<size_t>(size_t(k), candidates.size());
+  std::partial_sort(candidates.begin(), candidates.begin() + ptrdiff_t(keep), candidates.end(),
+                    better);
+  std::vector<Live> next;
+  for (size_t i = 0; i < keep; ++i) {
+    const Candidate& c = candidates[i];
+    Node node{c.token, s.live[size_t(c.row)].node,
+              in.log_probs[int64_t(c.row) * in.vocab + c.token], -1};
+    if (in.attention != nullptr) {
+      node.attention = int64_t(s.attention.size());
+      const float* row = in.attention + int64_t(c.row) * in.attention_stride;
+      s.attention.insert(s.attention.end(), row, row + s.source_length);
+    }
+    s.nodes.push_back(node);
+    const auto id = int32_t(s.nodes.size() - 1);
+    if (c.token == eos_id) {
+      s.finished.push_back({id, true});
+      --s.width;
+    } else {
+      next.push_back({id, c.log_prob});
+      parents.push_back(c.row);
+    }
+  }
+  if (step + 1 >= s.limit) {  // the length limit: what is still live ends here
+    for (const Live& l : next) s.finished.push_back({l.node, false});
+    parents.resize(parents.size() - next.size());
+    next.clear();
+  }
+  s.live = std::move(next);
+}
+
+// Reads a finished hypothesis back from its last node and scores it.
+Hypothesis trace_back(const Sentence& s, const Finished& f, int32_t eos_id,
+                      const BeamSearchOptions& options) {
+  std::vector<int32_t> chain;  // node indices, last first
+  for (int32_t n = f.node; n >= 0; n = s.nodes[size_t(n)].parent) chain.push_back(n);
+  std::reverse(chain.begin(), chain.end());
+  Hypothesis h;
+  h.source_length = s.source_length;
+  h.finished = f.eos;
+  std::vector<double> coverage(size_t(s.source_length), 0.0);
+  for (const int32_t n : chain) {
+    const Node& node = s.nodes[size_t(n)];
+    if (!(f.eos && n == chain.back())) h.tokens.push_back(node.token);
+    QKV_DCHECK(node.token != eos_id || n == chain.back());
+    h.token_log_probs.push_back(node.log_prob);
+    h.log_prob += double(node.log_prob);
+    if (node.attention < 0) continue;
+    const float* row = s.attention.data() + node.attention;
+    h.attention.insert(h.attention.end(), row, row + s.source_length);
+    for (int64_t j = 0; j < s.source_length; ++j) coverage[size_t(j)] += double(row[j]);
+  }
+  const auto length = double(h.token_log_probs.size());
+  h.score = h.log_prob / std::pow(length, options.normalize);
+  if (options.coverage_penalty > 0) {
+    double penalty = 0;
+    for (const double c : coverage) penalty += std::log(std::clamp(c, kCoverageFloor, 1.0));
+    h.score += options.coverage_penalty * penalty;
+  }
+  if (!options.keep_attention) h.attention.clear();
+  return h;
+}
+
+std::vector<Hypothesis> best_of(const Sentence& s, int32_t eos_id,
+                                const BeamSearchOptions& options) {
+  std::vector<Hypothesis> all;
+  for (const Finished& f : s.finished) all.push_back(trace_back(s, f, eos_id, options));
+  // Stable: equal scores keep the order in which they finished.
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
+  if (int64_t(all.size()) > options.n_best) all.resize(size_t(options.n_best));
+  return all;
+}
+
+bool attends(const models::ModelConfig& c) {
+  return c.type == models::ModelType::Transformer || c.attention != models::AttentionKind::None;
+}
+
+}  // namespace
+
+int64_t max_target_length(const BeamSearchOptions& options, int64_t source_length,
+                          const models::ModelConfig& config) {
+  // Clamped in double first: a huge factor must not overflow the integer.
+  const double scaled = std::min(std::floor(options.max_length_factor * double(source_length)),
+                                 double(int64_t{1} << 40));
+  int64_t limit = int64_t(scaled) + options.max_length_extra;
+  if (options.max_length > 0) limit = std::min(limit, options.max_length);
+  if (config.type == models::ModelType::Transformer) limit = std::min(limit, config.max_positions);
+  return std::max<int64_t>(limit, 1);
+}
+
+void validate(const BeamSearchOptions& o) {
+  QKV_CHECK(o.beam_size >= 1, ConfigError, "beam size ", o.beam_size, " must be >= 1");
+  QKV_CHECK(o.n_best >= 1 && o.n_best <= o.beam_size, ConfigError, "n-best ", o.n_best,
+            " must be in [1, beam size ", o.beam_size, "]");
+  QKV_CHECK(std::isfinite(o.normalize) && o.normalize >= 0, ConfigError, "normalize ", o.normalize,
+            " must be a finite value >= 0");
+  QKV_CHECK(std::isfinite(o.coverage_penalty) && o.coverage_penalty >= 0, ConfigError,
+            "coverage penalty ", o.coverage_penalty, " must be a finite value >= 0");
+  QKV_CHECK(std::isfinite(o.max_length_factor) && o.max_length_factor >= 0, ConfigError,
+            "max length factor ", o.max_length_factor, " must be a finite value >= 0");
+  QKV_CHECK(o.max_length_extra >= 0, ConfigError, "max length extra ", o.max_length_extra,
+            " must be >= 0");
+  QKV_CHECK(o.max_length >= 0, ConfigError, "max length ", o.max_length,
+            " must be >= 0 (0: no cap)");
+}
+
+std::vector<std::vector<Hypothesis>> beam_search(models::Seq2Seq& model, const Tensor& src,
+                                                 std::span<const int64_t> src_lengths,
+                                                 const BeamSearchOptions& options) {
+  validate(options);
+  const models::ModelConfig& config = model.config();
+  QKV_CHECK(options.coverage_penalty == 0 || attends(config), ConfigError, "coverage penalty ",
+            options.coverage_penalty,
+            " needs a model with attention; this one is an rnn without attention");
+  if (src_lengths.empty()) return {};
+  const models::EncoderOutput encoded = model.encode(src, src_lengths);
+  std::unique_ptr<models::DecoderState> state = model.initial_state(encoded);
+  const auto eos = static_cast<int32_t>(config.eos_id);
+
+  std::vector<Sentence> sentences(src_lengths.size());
+  for (size_t b = 0; b < sentences.size(); ++b) {
+    Sentence& s = sentences[b];
+    s.source_length = src_lengths[b];
+    s.limit = max_target_length(options, s.source_length, config);
+    s.width = options.beam_size;
+    s.live.push_back({});
+  }
+  const bool want_attention = options.keep_attention || options.coverage_penalty > 0;
+  std::vector<float> prev(sentences.size(), static_cast<float>(config.bos_id));
+  for (int64_t step = 0; !prev.empty(); ++step) {
+    const Tensor ids = Tensor::from({int64_t(prev.size())}, prev);
+    const models::StepOutput out = model.step(ids, *state, want_attention, options.attention);
+    const Tensor lp = detail::as_f32(out.log_probs);
+    const Tensor attention =
+        want_attention && out.attention.defined() ? detail::as_f32(out.attention) : Tensor();
+    std::vector<int64_t> rows;  // the old state row of each new live hypothesis
+    std::vector<float> next_prev;
+    int64_t row0 = 0;
+    for (Sentence& s : sentences) {
+      if (s.live.empty()) continue;
+      const int64_t n = int64_t(s.live.size());
+      StepRows in{lp.data<float>() + row0 * lp.dim(1), lp.dim(1), nullptr, 0};
+      if (attention.defined()) {
+        in.attention = attention.data<float>() + row0 * attention.dim(1);
+        in.attention_stride = attention.dim(1);
+      }
+      std::vector<int32_t> parents;
+      expand(s, in, step, eos, parents);
+      for (size_t i = 0; i < parents.size(); ++i) {
+        rows.push_back(row0 + parents[i]);
+        next_prev.push_back(static_cast<float>(s.nodes[size_t(s.live[i].node)].token));
+      }
+      row0 += n;
+    }
+    if (rows.empty()) break;
+    bool identity = int64_t(rows.size()) == row0;
+    for (size_t i = 0; identity && i < rows.size(); ++i) identity = rows[i] == int64_t(i);
+    if (!identity) state->reorder(rows);
+    prev = std::move(next_prev);
+  }
+
+  std::vector<std::vector<Hypothesis>> out;
+  out.reserve(sentences.size());
+  for (const Sentence& s : sentences) out.push_back(best_of(s, eos, options));
+  return out;
+}
+
+}  // namespace qkv::decode

@@ -1,0 +1,65 @@
+#include "qkv/decode/greedy.h"
+
+#include "qkv/base/error.h"
+
+namespace qkv::decode {
+namespace {
+
+// Index of the largest value of row r of x [B, V] (F32 or F64); the first on ties.
+template <class T>
+int32_t argmax_row(const Tensor& x, int64_t r) {
+  const int64_t v = x.dim(1);
+  const T* row = x.data<T>() + r * v;
+  int64_t best = 0;
+  for (int64_t i = 1; i < v; ++i)
+    if (row[i] > row[best]) best = i;
+  return static_cast<int32_t>(best);
+}
+
+int32_t argmax(const Tensor& log_probs, int64_t r) {
+  return log_probs.dtype() == DType::F64 ? argmax_row<double>(log_probs, r)
+                                         : argmax_row<float>(log_probs, r);
+}
+
+}  // namespace
+
+std::vector<std::vector<int32_t>> greedy_decode(models::Seq2Seq& model, const Tensor& src,
+                                                std::span<const int64_t> src_lengths,
+                                                int64_t max_length) {
+  QKV_CHECK(max_length >= 1, ValueError, "greedy_decode: max_length = ", max_length,
+            " must be >= 1");
+  const models::ModelConfig& config = model.config();
+  const models::EncoderOutput encoded = model.encode(src, src_lengths);
+  std::unique_ptr<models::DecoderState> state = model.initial_state(encoded);
+  const auto batch = static_cast<int64_t>(src_lengths.size());
+
+  std::vector<std::vector<int32_t>> out(static_cast<size_t>(batch));
+  // active[i]: the input row that row i of the decoder state belongs to.
+  std::vector<int64_t> active(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) active[size_t(b)] = b;
+  std::vector<float> prev(static_cast<size_t>(batch), static_cast<float>(config.bos_id));
+
+  for (int64_t t = 0; t < max_length && !active.empty(); ++t) {
+    const Tensor ids = Tensor::from({int64_t(active.size())}, prev);
+    const models::StepOutput step = model.step(ids, *state, /*want_attention=*/false);
+    std::vector<int64_t> keep;  // rows of the state that go on
+    std::vector<int64_t> next_active;
+    std::vector<float> next_prev;
+    for (size_t i = 0; i < active.size(); ++i) {
+      const int32_t token = argmax(step.log_probs, int64_t(i));
+      if (token == config.eos_id) continue;
+      out[size_t(active[i])].push_back(token);
+      keep.push_back(int64_t(i));
+      next_active.push_back(active[i]);
+      next_prev.push_back(static_cast<float>(token));
+    }
+    if (keep.empty()) break;
+    // Dropping finished rows is a copy of the state: only worth it when rows finished.
+    if (keep.size() != active.size()) state->select(keep);
+    active = std::move(next_active);
+    prev = std::move(next_prev);
+  }
+  return out;
+}
+
+}  // namespace qkv::decode

@@ -1,0 +1,58 @@
+// The Trainer's state, shared by trainer.cpp (the loop, checkpoints) and validation.cpp.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+
+#include "qkv/data/batcher.h"
+#include "qkv/train/clip.h"
+#include "qkv/train/trainer.h"
+
+namespace qkv::train {
+
+using Clock = std::chrono::steady_clock;
+
+// Sums over the updates since the last progress line.
+struct DisplayWindow {
+  int64_t updates = 0;
+  int64_t src_tokens = 0, tgt_tokens = 0;
+  int64_t loss_tokens = 0;  // target tokens of the updates with a finite loss
+  double loss_sum = 0;      // Σ loss · target tokens over those updates
+  Clock::time_point start;
+};
+
+struct Trainer::State {
+  State(TrainingData d, TrainerOptions o, std::unique_ptr<models::Seq2Seq> m, Adam a)
+      : data(std::move(d)),
+        options(std::move(o)),
+        model(std::move(m)),
+        adam(std::move(a)),
+        guard(options.max_non_finite),
+        session_start(Clock::now()) {}
+
+  TrainingData data;
+  TrainerOptions options;
+  std::unique_ptr<models::Seq2Seq> model;
+  Adam adam;
+  NonFiniteGuard guard;
+  std::optional<data::BatchIterator> batches;
+  TrainProgress progress;
+  // Validation batches, in corpus order (computed once).
+  std::vector<data::Batch> valid_batches;
+  std::vector<std::string> valid_references;  // of the pairs in valid_batches
+
+  // Training time: what earlier sessions used plus the time since this one began (reset
+  // by run(), so time between runs does not count).
+  Clock::time_point session_start;
+  double wall_at_session_start = 0;
+  DisplayWindow window;
+
+  double wall_seconds() const {
+    return wall_at_session_start +
+           std::chrono::duration<double>(Clock::now() - session_start).count();
+  }
+  void prepare_validation();
+};
+
+}  // namespace qkv::train

@@ -1,0 +1,172 @@
+// The training loop (Marian's scheduler, in one class):
+//
+//   batch = BatchIterator.next()                       length-bucketed, seeded, resumable
+//   logits = model.forward_train(src, tgt_in)          [B, Tt, V] on the tape
+//   loss = cross_entropy(logits, tgt_out, ε, ignore = pad)   mean per target token
+//   backward(loss)                                     into the flat gradient arena
+//   NonFiniteGuard: NaN/Inf loss or gradient -> skip the update and count it; K in a row
+//                   -> DivergenceError saying what to try
+//   clip_by_global_norm -> Adam step with the schedule's lr -> zero_grad
+//
+// and around it: validation every valid_freq updates (cross-entropy per target token
+// and BLEU of greedy translations; the best model kept as model.best.safetensors; early
+// stopping after N validations without a lower cross-entropy), a checkpoint every
+// save_freq updates and at the end, a progress line every disp_freq updates, and the
+// budget (updates, epochs, wall time; whichever comes first).
+//
+// Resuming (Trainer::resume) restores parameters, Adam's moments and step, the data
+// position, the model seed, the dropout counters and every counter, so a run stopped and
+// resumed gives bitwise the losses and parameters of an uninterrupted one (the thread
+// count may even differ: every kernel is thread-count independent). The dropout counters
+// travel only once models::Seq2Seq exposes them (detail/dropout_state.h); until then the
+// bit-exact guarantee holds for dropout 0.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "qkv/data/batcher.h"
+#include "qkv/data/parallel_corpus.h"
+#include "qkv/data/vocab.h"
+#include "qkv/models/seq2seq.h"
+#include "qkv/train/checkpoint.h"
+#include "qkv/train/clip.h"
+#include "qkv/train/optimizer.h"
+#include "qkv/train/schedule.h"
+
+namespace qkv::train {
+
+// Validation data: pairs as ids, and the target text of each pair for BLEU.
+struct ValidationSet {
+  std::shared_ptr<const data::TokenizedCorpus> corpus;
+  std::vector<std::string> references;  // [N] target line of corpus pair i
+};
+
+// Tokenizes `corpus` with `vocab` and keeps the reference text of each kept pair.
+// ConfigError when no pair is left.
+ValidationSet make_validation_set(const data::ParallelCorpus& corpus, const data::Vocab& vocab);
+
+struct TrainingData {
+  data::Vocab vocab;
+  std::shared_ptr<const data::TokenizedCorpus> train;
+  std::optional<ValidationSet> valid;  // none: no validation
+};
+
+// When to stop (--after): the first limit reached; none set means no limit.
+struct StopAfter {
+  std::optional<int64_t> updates;  // batches processed, skipped ones included
+  std::optional<int64_t> epochs;   // full passes over the training data
+  std::optional<double> seconds;   // training wall time, summed over resumed sessions
+};
+
+// One processed batch, for observers (tests, logs).
+struct UpdateRecord {
+  int64_t update = 0;    // 1-based
+  uint64_t epoch = 0;    // 0-based epoch the batch came from
+  double loss = 0;       // mean label-smoothed cross-entropy per target token
+  bool applied = true;   // false: skipped as non-finite
+  double grad_norm = 0;  // before clipping
+  double learning_rate = 0;
+  int64_t src_tokens = 0, tgt_tokens = 0;
+};
+
+struct TrainerOptions {
+  std::filesystem::path model_dir;  // --model
+  // --mini-batch-words, --max-length; the special ids are taken from the vocabulary.
+  data::BatchOptions batch;
+  uint64_t seed = 1111;  // --seed: initial values, dropout masks, batch order
+  AdamOptions adam;
+  ScheduleOptions schedule;      // --learn-rate, --lr-schedule, --warmup
+  double clip_norm = 1.0;        // --clip-norm; 0: no clipping
+  double label_smoothing = 0.1;  // --label-smoothing, in [0, 1)
+  int max_non_finite = 5;        // non-finite updates in a row before giving up
+  int64_t valid_freq = 0;        // --valid-freq in updates; 0: never
+  int64_t save_freq = 0;         // --save-freq in updates; 0: only at the end
+  int64_t disp_freq = 0;         // --disp-freq in updates; 0: no progress lines
+  int64_t early_stopping = 0;    // --early-stopping N validations; 0: off
+  bool valid_bleu = true;        // translate the validation set (greedy) for BLEU
+  // Greedy output length limit per validation batch: factor * Ts + 10, at most
+  // batch.max_length + 10.
+  double valid_length_factor = 2.0;
+  StopAfter after;  // --after
+  // Progress and validation lines (the CLI passes std::cerr); nullptr: silent.
+  std::ostream* log = nullptr;
+  // When set and true, training stops after the current update and saves (the CLI sets
+  // it from SIGINT/SIGTERM, so Ctrl-C never loses the work since the last checkpoint).
+  const std::atomic<bool>* stop_requested = nullptr;
+
+  // Called after every batch.
+  std::function<void(const UpdateRecord&)> on_update;
+  // Test hook: when it returns true for an update, its gradients are made NaN after
+  // backward (exercises the non-finite guard without a diverging model).
+  std::function<bool(int64_t update)> poison_gradients;
+};
+
+struct ValidationResult {
+  double loss = 0;  // cross-entropy per target token (no label smoothing)
+  double bleu = 0;  // corpus BLEU of greedy translations (0 when off)
+  int64_t tgt_tokens = 0;
+  bool improved = false;  // a new best loss (saved as model.best.safetensors)
+};
+
+enum class StopReason { Updates, Epochs, WallTime, EarlyStopping, Interrupted };
+
+struct TrainSummary {
+  StopReason reason = StopReason::Updates;
+  TrainProgress progress;
+  std::optional<ValidationResult> last_validation;
+};
+std::string_view to_string(StopReason reason) noexcept;
+
+class Trainer {
+ public:
+  // A new run: a model of `config` initialised from options.seed. Creates
+  // options.model_dir and writes vocab.spm into it. ConfigError when config.vocab_size
+  // or its special ids differ from the vocabulary's, or an option is out of range
+  // (naming the flag).
+  Trainer(const models::ModelConfig& config, TrainingData data, TrainerOptions options);
+
+  // Continues the run whose train_state.safetensors is in options.model_dir. `data` must
+  // be the same training data (ConfigError otherwise: the batch position's fingerprint
+  // differs) and data.vocab the one in the directory (ConfigError otherwise).
+  static Trainer resume(TrainingData data, TrainerOptions options);
+
+  Trainer(Trainer&&) noexcept;
+  Trainer& operator=(Trainer&&) noexcept;
+  ~Trainer();
+
+  // Trains until the budget is reached or early stopping triggers; saves the checkpoint
+  // at the end. DivergenceError when the guard gives up (the last checkpoint stays).
+  TrainSummary run();
+
+  // Cross-entropy (and BLEU) on the validation set; the model is left in training mode.
+  // ConfigError when there is no validation set.
+  ValidationResult validate();
+  // model.safetensors and train_state.safetensors in model_dir.
+  void save_checkpoint();
+
+  models::Seq2Seq& model() noexcept;
+  const Adam& optimizer() const noexcept;
+  const TrainProgress& progress() const noexcept;
+  // The batch iterator's reading and length statistics (counted skips).
+  const data::CorpusStats& corpus_stats() const noexcept;
+  int64_t batches_per_epoch() const noexcept;
+
+ private:
+  struct State;
+  explicit Trainer(std::unique_ptr<State> state);
+  // One batch: forward, loss, backward, guard, clip, Adam step.
+  UpdateRecord train_on(const data::Batch& batch);
+  void log_progress(const UpdateRecord& last);
+
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace qkv::train

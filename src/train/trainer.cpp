@@ -1,0 +1,311 @@
+// The training loop, construction and resumption, checkpoints and progress lines.
+#include "qkv/train/trainer.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "detail/dropout_state.h"
+#include "detail/trainer_state.h"
+#include "qkv/autograd/functions.h"
+#include "qkv/base/error.h"
+#include "qkv/io/atomic_file.h"
+
+namespace qkv::train {
+namespace {
+
+void check_options(const TrainerOptions& o) {
+  QKV_CHECK(!o.model_dir.empty(), ConfigError, "--model: no model directory given");
+  QKV_CHECK(std::isfinite(o.label_smoothing) && o.label_smoothing >= 0 && o.label_smoothing < 1,
+            ConfigError, "--label-smoothing ", o.label_smoothing, " must be in [0, 1)");
+  QKV_CHECK(std::isfinite(o.clip_norm) && o.clip_norm >= 0, ConfigError, "--clip-norm ",
+            o.clip_norm, " must be >= 0 (0 turns clipping off)");
+  for (const auto& [flag, value] :
+       {std::pair{"--valid-freq", o.valid_freq}, std::pair{"--save-freq", o.save_freq},
+        std::pair{"--disp-freq", o.disp_freq}, std::pair{"--early-stopping", o.early_stopping}})
+    QKV_CHECK(value >= 0, ConfigError, flag, " ", value, " must be >= 0 (0 turns it off)");
+  QKV_CHECK(o.valid_length_factor > 0, ConfigError, "valid_length_factor ", o.valid_length_factor,
+            " must be > 0");
+  validate(o.schedule);
+}
+
+void check_vocab(const models::ModelConfig& c, const data::Vocab& v) {
+  QKV_CHECK(c.vocab_size == v.size(), ConfigError, "the model has vocab_size ", c.vocab_size,
+            " but the vocabulary has ", v.size(),
+            " pieces; use the vocabulary the model was made for");
+  QKV_CHECK(c.pad_id == v.pad_id() && c.bos_id == v.bos_id() && c.eos_id == v.eos_id(), ConfigError,
+            "the model's special ids (pad ", c.pad_id, ", bos ", c.bos_id, ", eos ", c.eos_id,
+            ") differ from the vocabulary's (", v.pad_id(), ", ", v.bos_id(), ", ", v.eos_id(),
+            ")");
+}
+
+// Takes the special ids from the vocabulary (the batcher and the model must agree).
+TrainerOptions with_vocab_ids(TrainerOptions o, const data::Vocab& v) {
+  o.batch.pad_id = v.pad_id();
+  o.batch.bos_id = v.bos_id();
+  o.batch.eos_id = v.eos_id();
+  return o;
+}
+
+// "1h02m03s", "4m05s", "6s".
+std::string format_duration(double seconds) {
+  const auto total = static_cast<int64_t>(std::max(0.0, std::round(seconds)));
+  const int64_t h = total / 3600, m = total / 60 % 60, s = total % 60;
+  char buf[48];
+  if (h > 0)
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm%02llds", (long long)h, (long long)m, (long long)s);
+  else if (m > 0)
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", (long long)m, (long long)s);
+  else
+    std::snprintf(buf, sizeof buf, "%llds", (long long)s);
+  return buf;
+}
+
+std::string format_fixed(double value, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
+  return buf;
+}
+
+}  // namespace
+
+std::string_view to_string(StopReason reason) noexcept {
+  switch (reason) {
+    case StopReason::Updates:
+      return "update limit reached";
+    case StopReason::Epochs:
+      return "epoch limit reached";
+    case StopReason::WallTime:
+      return "time limit reached";
+    case StopReason::EarlyStopping:
+      return "early stopping: no better validation cross-entropy";
+    case StopReason::Interrupted:
+      return "interrupted";
+  }
+  return "?";
+}
+
+Trainer::Trainer(std::unique_ptr<State> state) : s_(std::move(state)) {}
+Trainer::Trainer(Trainer&&) noexcept = default;
+Trainer& Trainer::operator=(Trainer&&) noexcept = default;
+Trainer::~Trainer() = default;
+
+Trainer::Trainer(const models::ModelConfig& config, TrainingData data, TrainerOptions options) {
+  check_options(options);
+  QKV_CHECK(data.train != nullptr, ValueError, "Trainer: no training data");
+  check_vocab(config, data.vocab);
+  options = with_vocab_ids(std::move(options), data.vocab);
+  std::unique_ptr<models::Seq2Seq> model = models::make_model(config, options.seed);
+  Adam adam(model->parameters().numel(), options.adam);
+  s_ = std::make_unique<State>(std::move(data), std::move(options), std::move(model),
+                               std::move(adam));
+  State& s = *s_;
+  s.batches.emplace(s.data.train, s.options.batch, s.options.seed);
+  s.progress.model_seed = s.options.seed;
+  s.progress.position = s.batches->position();
+  s.progress.dropout_offsets = detail::dropout_offsets(*s.model);
+
+  std::error_code ec;
+  std::filesystem::create_directories(s.options.model_dir, ec);
+  QKV_CHECK(!ec && std::filesystem::is_directory(s.options.model_dir), IoError,
+            "cannot create the model directory ", s.options.model_dir.string(), ": ",
+            ec ? ec.message() : "not a directory");
+  const std::string vocab = s.data.vocab.serialized();
+  io::write_file_atomically(s.options.model_dir / kVocabFile,
+                            std::as_bytes(std::span(vocab.data(), vocab.size())));
+  s.prepare_validation();
+}
+
+Trainer Trainer::resume(TrainingData data, TrainerOptions options) {
+  check_options(options);
+  QKV_CHECK(data.train != nullptr, ValueError, "Trainer: no training data");
+  const std::filesystem::path path = options.model_dir / kTrainStateFile;
+  QKV_CHECK(std::filesystem::exists(path), IoError, "cannot resume: ", path.string(),
+            " does not exist (no checkpoint was saved in ", options.model_dir.string(), ")");
+  RestoredTraining restored = load_train_state(path, options.adam);
+  check_vocab(restored.model->config(), data.vocab);
+  options = with_vocab_ids(std::move(options), data.vocab);
+  auto state = std::make_unique<State>(std::move(data), std::move(options),
+                                       std::move(restored.model), std::move(restored.adam));
+  State& s = *state;
+  s.progress = restored.progress;
+  s.wall_at_session_start = s.progress.wall_seconds;
+  detail::restore_dropout_offsets(*s.model, s.progress.dropout_offsets, path.string());
+  s.batches.emplace(s.data.train, s.options.batch, s.progress.position);
+  try {
+    s.guard.restore(s.progress.guard_consecutive, s.progress.guard_total);
+  } catch (const ValueError& e) {
+    QKV_THROW(ConfigError, path.string(), ": ", e.what());
+  }
+  s.prepare_validation();
+  return Trainer(std::move(state));
+}
+
+models::Seq2Seq& Trainer::model() noexcept {
+  return *s_->model;
+}
+const Adam& Trainer::optimizer() const noexcept {
+  return s_->adam;
+}
+const TrainProgress& Trainer::progress() const noexcept {
+  return s_->progress;
+}
+const data::CorpusStats& Trainer::corpus_stats() const noexcept {
+  return s_->batches->stats();
+}
+int64_t Trainer::batches_per_epoch() const noexcept {
+  return s_->batches->batches_per_epoch();
+}
+
+void Trainer::save_checkpoint() {
+  State& s = *s_;
+  s.progress.position = s.batches->position();
+  s.progress.guard_consecutive = s.guard.consecutive_skips();
+  s.progress.guard_total = s.guard.total_skips();
+  s.progress.dropout_offsets = detail::dropout_offsets(*s.model);
+  s.progress.wall_seconds = s.wall_seconds();
+  // The train state first: it alone is what --resume reads, and it is complete on its own.
+  save_train_state(s.options.model_dir / kTrainStateFile, s.progress, *s.model, s.adam);
+  save_model(*s.model, s.options.model_dir / kModelFile, kVocabFile, s.progress.update);
+}
+
+TrainSummary Trainer::run() {
+  State& s = *s_;
+  s.session_start = Clock::now();
+  s.wall_at_session_start = s.progress.wall_seconds;
+  s.window = {.start = s.session_start};
+  s.model->set_training(true);
+  const StopAfter& after = s.options.after;
+  TrainSummary summary;
+  while (true) {
+    if (after.updates && s.progress.update >= *after.updates) {
+      summary.reason = StopReason::Updates;
+      break;
+    }
+    if (after.epochs && int64_t(s.batches->epoch()) >= *after.epochs) {
+      summary.reason = StopReason::Epochs;
+      break;
+    }
+    if (after.seconds && s.wall_seconds() >= *after.seconds) {
+      summary.reason = StopReason::WallTime;
+      break;
+    }
+    if (s.options.stop_requested != nullptr && s.options.stop_requested->load()) {
+      summary.reason = StopReason::Interrupted;
+      break;
+    }
+    const uint64_t epoch = s.batches->epoch();
+    const data::Batch batch = s.batches->next();
+    UpdateRecord record = train_on(batch);
+    record.epoch = epoch;
+    if (s.options.on_update) s.options.on_update(record);
+    const int64_t u = s.progress.update;
+    if (s.options.disp_freq > 0 && u % s.options.disp_freq == 0) log_progress(record);
+    if (s.options.valid_freq > 0 && u % s.options.valid_freq == 0 && s.data.valid) {
+      summary.last_validation = validate();
+      if (s.options.early_stopping > 0 &&
+          s.progress.stalled_validations >= s.options.early_stopping) {
+        summary.reason = StopReason::EarlyStopping;
+        break;
+      }
+    }
+    if (s.options.save_freq > 0 && u % s.options.save_freq == 0) save_checkpoint();
+  }
+  save_checkpoint();
+  if (s.options.log != nullptr)
+    *s.options.log << "training stopped after update " << s.progress.update << " (epoch "
+                   << s.batches->epoch() << "): " << to_string(summary.reason) << "; saved "
+                   << (s.options.model_dir / kModelFile).string() << "\n";
+  summary.progress = s.progress;
+  return summary;
+}
+
+void Trainer::log_progress(const UpdateRecord& last) {
+  State& s = *s_;
+  DisplayWindow& w = s.window;
+  if (s.options.log == nullptr || w.updates == 0) return;
+  const Clock::time_point now = Clock::now();
+  const double seconds = std::max(1e-9, std::chrono::duration<double>(now - w.start).count());
+  std::ostream& out = *s.options.log;
+  out << "ep " << last.epoch + 1 << " up " << s.progress.update << ": loss ";
+  if (w.loss_tokens > 0)
+    out << format_fixed(w.loss_sum / double(w.loss_tokens), 4) << " per target token";
+  else
+    out << "n/a (every update skipped)";
+  out << ", " << format_fixed(double(w.src_tokens + w.tgt_tokens) / seconds, 0) << " tokens/s, lr "
+      << learning_rate_at(s.options.schedule, std::max<int64_t>(1, s.adam.step_count())) << ", "
+      << format_duration(s.wall_seconds());
+  // ETA from the budget and this window's pace, when the budget says where the end is.
+  const double per_update = seconds / double(w.updates);
+  const StopAfter& after = s.options.after;
+  double eta = std::numeric_limits<double>::infinity();
+  if (after.updates) eta = std::min(eta, double(*after.updates - s.progress.update) * per_update);
+  if (after.epochs) {
+    const int64_t left = (*after.epochs - int64_t(s.batches->epoch())) * batches_per_epoch() -
+                         int64_t(s.batches->position().index);
+    eta = std::min(eta, double(std::max<int64_t>(left, 0)) * per_update);
+  }
+  if (after.seconds) eta = std::min(eta, *after.seconds - s.wall_seconds());
+  if (std::isfinite(eta)) out << ", ETA " << format_duration(eta);
+  out << "\n";
+  w = {.start = now};
+}
+
+UpdateRecord Trainer::train_on(const data::Batch& b) {
+  State& s = *s_;
+  TrainProgress& p = s.progress;
+  nn::ParameterStore& store = s.model->parameters();
+  ++p.update;
+  p.tokens_seen += b.src_tokens + b.tgt_tokens;
+  UpdateRecord r{.update = p.update, .src_tokens = b.src_tokens, .tgt_tokens = b.tgt_tokens};
+
+  store.zero_grad();
+  const autograd::Variable logits =
+      s.model->forward_train(b.src, b.src_lengths, b.tgt_in, b.tgt_lengths);
+  const autograd::Variable loss = autograd::cross_entropy(
+      logits, b.tgt_out,
+      {.label_smoothing = s.options.label_smoothing, .ignore_index = s.options.batch.pad_id});
+  r.loss = loss.value().to(DType::F64).data<double>()[0];
+  const std::span<float> grads(store.grads().data<float>(), size_t(store.numel()));
+  std::string detail;
+  ClipResult clip{.finite = false};
+  if (std::isfinite(r.loss)) {
+    autograd::backward(loss);
+    if (s.options.poison_gradients && s.options.poison_gradients(p.update) && !grads.empty())
+      grads[0] = std::numeric_limits<float>::quiet_NaN();
+    if (s.options.clip_norm > 0) {
+      clip = clip_by_global_norm(grads, s.options.clip_norm);
+    } else {
+      clip.norm = global_norm(grads);
+      clip.finite = std::isfinite(clip.norm);
+    }
+    if (!clip.finite) {
+      const int64_t bad = find_non_finite(grads);
+      for (const nn::Parameter& param : store.parameters())
+        if (bad >= param.offset && bad < param.offset + param.variable.value().numel())
+          detail = "the first non-finite gradient is in " + param.name;
+    }
+  } else {
+    autograd::clear_tape();
+    detail = "the loss is " + std::to_string(r.loss);
+  }
+  r.grad_norm = clip.norm;
+  r.applied = s.guard.admit(clip.finite, p.update, detail);
+  if (r.applied) {
+    r.learning_rate = learning_rate_at(s.options.schedule, s.adam.step_count() + 1);
+    s.adam.step({store.values().data<float>(), size_t(store.numel())}, grads, r.learning_rate);
+  }
+  store.zero_grad();
+
+  DisplayWindow& w = s.window;
+  ++w.updates;
+  w.src_tokens += b.src_tokens;
+  w.tgt_tokens += b.tgt_tokens;
+  if (std::isfinite(r.loss)) {
+    w.loss_sum += r.loss * double(b.tgt_tokens);
+    w.loss_tokens += b.tgt_tokens;
+  }
+  return r;
+}
+
+}  // namespace qkv::train

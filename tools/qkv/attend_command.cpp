@@ -1,0 +1,203 @@
+// qkv attend: each input sentence's translation and where the decoder looked at each step,
+// as a terminal heatmap and optionally as SVG / PNG files.
+#include <iostream>
+
+#include "alignment.h"
+#include "command.h"
+#include "decode_commands.h"
+#include "decode_support.h"
+#include "qkv/base/thread_pool.h"
+#include "qkv/cli/options.h"
+#include "qkv/decode/beam_search.h"
+#include "qkv/decode/force_decode.h"
+#include "qkv/io/atomic_file.h"
+
+namespace qkv::tool {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kMaxLineBytes = int64_t{1} << 20;
+
+// "last" / "all" / N for --layer, "avg" / "all" / N for --head.
+cli::Validator spec_validator(std::string_view named) {
+  return [named = std::string(named)](const std::string& value, const std::string& where) {
+    const bool number = !value.empty() && value.size() < 6 &&
+                        value.find_first_not_of("0123456789") == std::string::npos;
+    QKV_CHECK(number || value == named || value == "all", ConfigError, where, " ", value,
+              ": must be ", named, ", all, or a 0-based index");
+  };
+}
+
+cli::OptionSet attend_options() {
+  cli::OptionSet o;
+  o.add_path("model", std::nullopt,
+             "Model directory written by `qkv train` (its model.safetensors), or a model file.")
+      .alias('m')
+      .required()
+      .metavar("DIR");
+  o.add_path("svg", std::nullopt, "Write one SVG heatmap per sentence into this directory.")
+      .metavar("DIR");
+  o.add_path("png", std::nullopt, "Write one PNG heatmap per sentence into this directory.")
+      .metavar("DIR");
+  o.add_switch("merge-subwords",
+               "Show words: source pieces of a word summed, target pieces averaged.");
+  o.add_validated("layer", "last", spec_validator("last"),
+                  "Transformer: the decoder layer whose cross-attention is shown "
+                  "(0-based, last, or all).");
+  o.add_validated("head", "avg", spec_validator("avg"),
+                  "Transformer: the attention head shown (0-based, avg: their mean, or all).");
+  o.add_int("beam-size", 5, "Hypotheses kept per sentence (1: greedy).").alias('b').range(1, 1000);
+  o.add_double("normalize", 0.6, "Length normalisation α of the search.").range(0, 10);
+  o.add_double("max-length-factor", 2, "A translation has at most factor × source tokens + 5.")
+      .range(0, 1000);
+  o.add_int("max-length", 1000, "Input lines with more subword tokens are skipped.").range(1, 1e7);
+  o.add_int("width", 100, "Terminal columns for the heatmap (0: unlimited).").range(0, 100000);
+  o.add_switch("color", "Colour the terminal heatmap (ANSI 256 colours) instead of shading it.");
+  o.add_int("threads", 0, "Worker threads (0: QKV_NUM_THREADS or all cores).").range(0, 256);
+  return o;
+}
+
+// One attention to show: which layer/head, its title and its file-name suffix.
+struct Selection {
+  models::AttentionSelection which;
+  std::string title;   // "layer 1, head avg" ("" for an rnn's one attention)
+  std::string suffix;  // ".layer-1.head-avg" ("" when only one attention is shown)
+};
+
+// Indices 0..n-1 for "all", n-1 (layer) or -1 (head) for the named default, else N.
+std::vector<int64_t> resolve(const std::string& spec, const char* flag, const char* noun, int64_t n,
+                             int64_t default_index) {
+  if (spec == "all") {
+    std::vector<int64_t> all(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) all[size_t(i)] = i;
+    return all;
+  }
+  if (spec == "last" || spec == "avg") return {default_index};
+  const int64_t i = std::stoll(spec);
+  QKV_CHECK(i < n, ConfigError, "--", flag, " ", spec, ": the model has ", n, " ", noun, " (0..",
+            n - 1, ")");
+  return {i};
+}
+
+std::vector<Selection> selections(const cli::ParsedOptions& p, const models::ModelConfig& c) {
+  if (c.type != models::ModelType::Transformer) {
+    QKV_CHECK(c.attention != models::AttentionKind::None, ConfigError, "--model ",
+              p.get<fs::path>("model").string(),
+              ": an rnn without attention has no attention to show");
+    // One attention: only 0, last / avg or all are valid.
+    resolve(p.get<std::string>("layer"), "layer", "attention layer in an rnn", 1, 0);
+    resolve(p.get<std::string>("head"), "head", "attention head in an rnn", 1, -1);
+    return {{{0, -1}, "", ""}};
+  }
+  std::vector<Selection> out;
+  for (const int64_t l : resolve(p.get<std::string>("layer"), "layer", "decoder layers",
+                                 c.dec_depth, c.dec_depth - 1))
+    for (const int64_t h : resolve(p.get<std::string>("head"), "head", "heads", c.heads, -1)) {
+      const std::string head = h < 0 ? "avg" : std::to_string(h);
+      out.push_back({{l, h},
+                     "layer " + std::to_string(l) + ", head " + head,
+                     ".layer-" + std::to_string(l) + ".head-" + head});
+    }
+  if (out.size() == 1) out[0].suffix.clear();
+  return out;
+}
+
+void make_dir(const cli::ParsedOptions& p, const char* flag) {
+  if (!p.has(flag)) return;
+  std::error_code ec;
+  fs::create_directories(p.get<fs::path>(flag), ec);
+  QKV_CHECK(!ec, IoError, "--", flag, " ", p.get<fs::path>(flag).string(),
+            ": cannot create the directory: ", ec.message());
+}
+
+// Translates one sentence and shows (and writes) its attention for every selection.
+void attend_line(const cli::ParsedOptions& p, const Translator& tr,
+                 const std::vector<Selection>& shown, const data::Line& line,
+                 const std::vector<int32_t>& source) {
+  const data::Batch b = source_batch({source}, tr.model->config());
+  decode::BeamSearchOptions search;
+  search.beam_size = p.get<int64_t>("beam-size");
+  search.normalize = p.get<double>("normalize");
+  search.max_length_factor = p.get<double>("max-length-factor");
+  const decode::Hypothesis h = decode::beam_search(*tr.model, b.src, b.src_lengths, search)[0][0];
+  std::cout << tr.vocab.decode(h.tokens) << "\n";
+  std::vector<int32_t> src = source;
+  src.push_back(int32_t(tr.model->config().eos_id));
+  const std::vector<std::vector<int32_t>> targets = {h.tokens};
+  for (const Selection& s : shown) {
+    std::vector<float> rows =
+        decode::forced_attention(*tr.model, b.src, b.src_lengths, targets, s.which)[0];
+    rows.resize(h.token_log_probs.size() * src.size());  // a cut hypothesis has no EOS step
+    viz::AttentionMap map =
+        token_attention(tr.vocab, src, h.tokens, rows, p.get<bool>("merge-subwords"));
+    map.title = "line " + std::to_string(line.number) + (s.title.empty() ? "" : ": " + s.title);
+    std::cout << viz::render_terminal(map, {.max_width = int(p.get<int64_t>("width")),
+                                            .color = p.get<bool>("color")})
+              << "\n";
+    const std::string stem = "line-" + std::to_string(line.number) + s.suffix;
+    if (p.has("svg")) {
+      const std::string svg = viz::render_svg(map);
+      io::write_file_atomically(p.get<fs::path>("svg") / (stem + ".svg"),
+                                std::as_bytes(std::span(svg.data(), svg.size())));
+    }
+    if (p.has("png")) viz::write_png(p.get<fs::path>("png") / (stem + ".png"), map);
+  }
+}
+
+int attend(const cli::ParsedOptions& p) {
+  if (p.get<int64_t>("threads") > 0) set_num_threads(int(p.get<int64_t>("threads")));
+  const Translator tr = load_translator(p.get<fs::path>("model"));
+  const models::ModelConfig& c = tr.model->config();
+  const std::vector<Selection> shown = selections(p, c);
+  make_dir(p, "svg");
+  make_dir(p, "png");
+  const int64_t max_tokens = max_source_tokens(c, p.get<int64_t>("max-length"));
+  LineReader reader(std::cin, kMaxLineBytes);
+  data::Line line;
+  int64_t shown_lines = 0;
+  while (reader.next(line)) {
+    std::optional<std::string> problem = line_problem(line, kMaxLineBytes);
+    std::vector<int32_t> source;
+    if (!problem) {
+      source = tr.vocab.encode(line.text);
+      if (source.empty()) problem = "no subword tokens after normalisation";
+      if (int64_t(source.size()) > max_tokens)
+        problem = std::to_string(source.size()) + " subword tokens, more than --max-length";
+    }
+    if (problem) {
+      warn_line("attend", line.number, *problem, "skipped");
+      std::cout << "\n";
+      continue;
+    }
+    attend_line(p, tr, shown, line, source);
+    ++shown_lines;
+  }
+  std::cout.flush();
+  QKV_CHECK(std::cout.good(), IoError, "writing to stdout failed");
+  std::cerr << "showed the attention of " << shown_lines << " sentences";
+  if (p.has("svg")) std::cerr << "; SVG files in " << p.get<fs::path>("svg").string();
+  if (p.has("png")) std::cerr << "; PNG files in " << p.get<fs::path>("png").string();
+  std::cerr << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+int attend_main(int argc, const char* const* argv) {
+  return run_guarded("attend", [&] {
+    const cli::OptionSet options = attend_options();
+    const cli::ParsedOptions p = options.parse(argc, argv);
+    if (p.help_requested()) {
+      std::cout << options.format_help(
+          "qkv", "attend",
+          "Translates each stdin line and shows where the decoder looked at each step: a "
+          "heatmap in the terminal (target tokens down, source tokens across), and SVG/PNG "
+          "files with --svg/--png (per layer and head with --layer all / --head all).");
+      return kExitOk;
+    }
+    return attend(p);
+  });
+}
+
+}  // namespace qkv::tool

@@ -1,0 +1,51 @@
+#include "command.h"
+
+#include <exception>
+#include <iostream>
+#include <new>
+#include <string>
+
+#include "qkv/base/error.h"
+
+namespace qkv::tool {
+namespace {
+
+// One line: a message with line breaks would read as several errors.
+std::string one_line(std::string text) {
+  for (char& c : text)
+    if (c == '\n' || c == '\r') c = ' ';
+  return text;
+}
+
+int report(std::string_view command, std::string_view message, int code) {
+  std::cerr << "qkv " << command << ": error: " << one_line(std::string(message)) << std::endl;
+  return code;
+}
+
+}  // namespace
+
+int run_guarded(std::string_view command, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const ConfigError& e) {
+    return report(command, e.what(), kExitUsage);
+  } catch (const InternalError& e) {
+    return report(command,
+                  std::string("internal error (a bug in qkv, please report it): ") + e.what() +
+                      " [" + e.where() + "]",
+                  kExitRuntime);
+  } catch (const Error& e) {
+    return report(command, e.what(), kExitRuntime);
+  } catch (const std::bad_alloc&) {
+    return report(command,
+                  "out of memory; try a smaller --mini-batch-words, a smaller model or fewer "
+                  "--threads",
+                  kExitRuntime);
+  } catch (const std::exception& e) {
+    return report(command, std::string("unexpected error: ") + e.what(), kExitRuntime);
+  } catch (...) {
+    return report(command, "unexpected error of unknown type", kExitRuntime);
+  }
+}
+
+}  // namespace qkv::tool

@@ -1,0 +1,145 @@
+#include "decode_support.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <iostream>
+#include <numeric>
+
+#include "qkv/base/error.h"
+
+namespace qkv::tool {
+
+namespace fs = std::filesystem;
+
+Translator load_translator(const fs::path& path) {
+  std::error_code ec;
+  fs::path file = path;
+  if (fs::is_directory(path, ec)) {
+    file = path / train::kModelFile;
+    QKV_CHECK(fs::exists(file, ec), IoError, "--model ", path.string(), ": no ", train::kModelFile,
+              " in this directory; train one with `qkv train --model ", path.string(),
+              "` or pass a model file");
+  } else {
+    QKV_CHECK(fs::exists(path, ec), IoError, "--model ", path.string(),
+              ": no such model directory or file");
+  }
+  train::LoadedModel loaded = train::load_model(file);
+  const fs::path vocab_path = file.parent_path() / loaded.info.vocab_file;
+  QKV_CHECK(fs::exists(vocab_path, ec), IoError, file.string(), " names the vocabulary ",
+            loaded.info.vocab_file, ", but ", vocab_path.string(), " does not exist");
+  data::Vocab vocab = data::Vocab::load(vocab_path);
+  QKV_CHECK(vocab.size() == loaded.info.config.vocab_size, ConfigError, "the vocabulary ",
+            vocab_path.string(), " has ", vocab.size(), " pieces, but the model ", file.string(),
+            " was built for ", loaded.info.config.vocab_size);
+  loaded.model->set_training(false);
+  return {std::move(loaded.model), std::move(vocab), file, std::move(loaded.info)};
+}
+
+LineReader::LineReader(std::istream& in, int64_t max_line_bytes)
+    : in_(in), max_line_bytes_(max_line_bytes), buffer_(size_t{1} << 16) {}
+
+bool LineReader::fill() {
+  if (in_.eof()) return false;
+  in_.read(buffer_.data(), std::streamsize(buffer_.size()));
+  QKV_CHECK(!in_.bad(), IoError, "reading the input (stdin) failed");
+  begin_ = 0;
+  end_ = size_t(in_.gcount());
+  return end_ > 0;
+}
+
+bool LineReader::next(data::Line& line) {
+  line = data::Line{};
+  bool any = false, too_long = false;
+  for (;;) {
+    if (begin_ == end_ && !fill()) break;
+    any = true;
+    const char* start = buffer_.data() + begin_;
+    const char* stop = buffer_.data() + end_;
+    const char* nl = std::find(start, stop, '\n');
+    const auto take = size_t(nl - start);
+    if (!too_long) {
+      if (int64_t(line.text.size() + take) > max_line_bytes_ + 1) {  // +1: a '\r' to strip
+        too_long = true;
+        line.text.clear();
+      } else {
+        line.text.append(start, take);
+      }
+    }
+    begin_ += take + (nl != stop ? 1 : 0);
+    if (nl != stop) break;
+  }
+  if (!any) return false;
+  line.number = ++number_;
+  if (!too_long && !line.text.empty() && line.text.back() == '\r') line.text.pop_back();
+  if (!too_long && int64_t(line.text.size()) > max_line_bytes_) too_long = true;
+  if (too_long) {
+    line.text.clear();
+    line.status = data::LineStatus::TooLong;
+    return true;
+  }
+  if (line.number == 1 && line.text.starts_with("\xEF\xBB\xBF")) line.text.erase(0, 3);
+  if (const auto issue = data::find_line_issue(line.text)) {
+    line.text.clear();
+    line.status = data::LineStatus::Invalid;
+    line.problem = issue->what;
+  }
+  return true;
+}
+
+std::optional<std::string> line_problem(const data::Line& line, int64_t max_line_bytes) {
+  switch (line.status) {
+    case data::LineStatus::Invalid:
+      return line.problem;
+    case data::LineStatus::TooLong:
+      return "longer than " + std::to_string(max_line_bytes) + " bytes";
+    case data::LineStatus::Ok:
+      break;
+  }
+  if (data::is_blank(line.text)) return std::string("empty line");
+  return std::nullopt;
+}
+
+void warn_line(std::string_view command, int64_t line, std::string_view what,
+               std::string_view outcome) {
+  std::cerr << "qkv " << command << ": warning: line " << line << ": " << what << "; " << outcome
+            << "\n";
+}
+
+int64_t max_source_tokens(const models::ModelConfig& config, int64_t max_length) {
+  if (config.type == models::ModelType::Transformer)
+    return std::min(max_length, config.max_positions - 1);
+  return max_length;
+}
+
+data::Batch source_batch(const std::vector<std::vector<int32_t>>& rows,
+                         const models::ModelConfig& config) {
+  data::TokenizedCorpus corpus;
+  corpus.source = rows;
+  corpus.line_numbers.resize(rows.size());
+  std::vector<int64_t> indices(rows.size());
+  std::iota(indices.begin(), indices.end(), 0);
+  data::BatchOptions options;
+  options.pad_id = int32_t(config.pad_id);
+  options.bos_id = int32_t(config.bos_id);
+  options.eos_id = int32_t(config.eos_id);
+  return data::make_batch(corpus, indices, options);
+}
+
+std::vector<size_t> by_length(const std::vector<std::vector<int32_t>>& rows) {
+  std::vector<size_t> order(rows.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return rows[a].size() < rows[b].size(); });
+  return order;
+}
+
+std::string fixed(double value, int decimals) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value < 0 ? "-inf" : "inf";
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed, decimals);
+  return {buf, r.ptr};
+}
+
+}  // namespace qkv::tool

@@ -1,0 +1,84 @@
+// What translate, score and attend share: loading a model directory, reading stdin line by
+// line under the corpus rules (strict UTF-8, a byte limit), checking a source line, and
+// turning source lines into a padded batch.
+//
+// The line-count invariant lives here: a line that cannot be used is reported with its
+// number and still occupies its place in the output (the command writes an empty line).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <istream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "qkv/data/batcher.h"
+#include "qkv/data/text_file.h"
+#include "qkv/data/vocab.h"
+#include "qkv/models/seq2seq.h"
+#include "qkv/train/checkpoint.h"
+
+namespace qkv::tool {
+
+// A trained model ready to decode (evaluation mode) with its vocabulary.
+struct Translator {
+  std::unique_ptr<models::Seq2Seq> model;
+  data::Vocab vocab;
+  std::filesystem::path file;  // the model file loaded
+  train::ModelFileInfo info;
+};
+
+// `path` is a model directory (its model.safetensors is loaded) or a model file; the
+// vocabulary is the one the file names, beside it. IoError naming the path when there is
+// no model or vocabulary there, and the checkpoint loader's errors; ConfigError when the
+// vocabulary's size differs from the model's.
+Translator load_translator(const std::filesystem::path& path);
+
+// Reads lines from a stream (stdin) as data::TextFileReader reads files: the line break,
+// a trailing '\r' and a leading BOM are removed; a line over max_line_bytes is consumed
+// but not kept (TooLong); a line with invalid UTF-8 or control characters is Invalid,
+// with the problem described. Never throws for the content; IoError if the stream fails.
+class LineReader {
+ public:
+  explicit LineReader(std::istream& in, int64_t max_line_bytes = int64_t{1} << 20);
+  // False at the end of the stream.
+  bool next(data::Line& line);
+
+ private:
+  bool fill();
+
+  std::istream& in_;
+  int64_t max_line_bytes_;
+  std::vector<char> buffer_;
+  size_t begin_ = 0, end_ = 0;
+  int64_t number_ = 0;
+};
+
+// Why a line gives an empty output, as a warning names it: "invalid UTF-8 at byte 3
+// (...)", "longer than 1048576 bytes", "empty line". nullopt for an Ok, non-blank line.
+std::optional<std::string> line_problem(const data::Line& line, int64_t max_line_bytes);
+
+// "qkv <command>: warning: line <n>: <what>; writing an empty line" on stderr.
+void warn_line(std::string_view command, int64_t line, std::string_view what,
+               std::string_view outcome = "writing an empty line");
+
+// The most source tokens (without EOS) a line may have: --max-length, and for a
+// Transformer what its position table covers (the source EOS takes one position).
+int64_t max_source_tokens(const models::ModelConfig& config, int64_t max_length);
+
+// Source rows (ids without EOS) -> a padded batch with the source EOS the model was
+// trained with (data::BatchOptions' default, as `qkv train` uses it).
+data::Batch source_batch(const std::vector<std::vector<int32_t>>& rows,
+                         const models::ModelConfig& config);
+
+// Indices 0..n-1 ordered by length (stable), so a mini-batch holds similar lengths and
+// little padding; every sentence decodes the same in any batch (beam_search's contract).
+std::vector<size_t> by_length(const std::vector<std::vector<int32_t>>& rows);
+
+// "-1.234567" with `decimals` digits (printf %.*f: fixed, locale-independent).
+std::string fixed(double value, int decimals = 6);
+
+}  // namespace qkv::tool

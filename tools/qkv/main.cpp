@@ -1,0 +1,59 @@
+// qkv: train and use attention-based sequence-to-sequence models.
+//   qkv vocab --train-sets SRC TGT --vocab-size N -o FILE
+//   qkv train --model DIR --train-sets SRC TGT [--vocab FILE] [flags]
+//   qkv translate --model DIR [flags] < SRC > HYPS
+//   qkv score --model DIR [--src SRC --tgt TGT] (else `src ||| tgt` lines on stdin)
+//   qkv eval --ref REF [--by-length SRC] < HYPS
+//   qkv attend --model DIR [--svg DIR --png DIR] < SRC
+#include <iostream>
+#include <string_view>
+
+#include "command.h"
+#include "decode_commands.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: qkv <command> [flags]\n"
+    "\n"
+    "Attention-based sequence-to-sequence models: train an RNN encoder-decoder (with or\n"
+    "without attention) or a Transformer on parallel text.\n"
+    "\n"
+    "commands:\n"
+    "  vocab   train a joint SentencePiece vocabulary on the training corpora\n"
+    "  train   train a model into a model directory (--model DIR)\n"
+    "  translate  translate stdin to stdout (beam search), one line per input line\n"
+    "  score   the model's log-probability of given translations (forced decoding)\n"
+    "  eval    BLEU and chrF of translations (stdin) against references (--ref)\n"
+    "  attend  translations with their attention heatmaps (terminal, SVG, PNG)\n"
+    "\n"
+    "`qkv <command> --help` lists a command's flags with their defaults.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace qkv::tool;  // NOLINT
+  if (argc < 2) {
+    std::cerr << kUsage;
+    return kExitUsage;
+  }
+  const std::string_view command = argv[1];
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  if (command == "--version") {
+    std::cout << "qkv " << QKV_TOOL_VERSION << "\n";
+    return kExitOk;
+  }
+  if (command == "vocab") return vocab_main(argc - 1, argv + 1);
+  if (command == "train") return train_main(argc - 1, argv + 1);
+  if (command == "translate") return translate_main(argc - 1, argv + 1);
+  if (command == "score") return score_main(argc - 1, argv + 1);
+  if (command == "eval") return eval_main(argc - 1, argv + 1);
+  if (command == "attend") return attend_main(argc - 1, argv + 1);
+  std::cerr
+      << "qkv: error: unknown command '" << command
+      << "'; the commands are vocab, train, translate, score, eval and attend (see qkv --help)\n";
+  return kExitUsage;
+}

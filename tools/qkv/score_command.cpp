@@ -1,0 +1,208 @@
+// qkv score: the model's log-probability of given translations (forced decoding), one
+// output line per input pair, always.
+#include <iostream>
+
+#include "command.h"
+#include "decode_commands.h"
+#include "decode_support.h"
+#include "qkv/base/thread_pool.h"
+#include "qkv/cli/options.h"
+#include "qkv/decode/force_decode.h"
+
+namespace qkv::tool {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kMaxLineBytes = int64_t{1} << 20;
+
+cli::OptionSet score_options() {
+  cli::OptionSet o;
+  o.add_path("model", std::nullopt,
+             "Model directory written by `qkv train` (its model.safetensors), or a model file.")
+      .alias('m')
+      .required()
+      .metavar("DIR");
+  o.add_path("src", std::nullopt, "Source sentences, one per line (with --tgt; else stdin).")
+      .metavar("FILE");
+  o.add_path("tgt", std::nullopt, "Their translations to score, line by line.").metavar("FILE");
+  o.add_int("max-length", 1000,
+            "Pairs with more subword tokens on a side are not scored: an empty output line and "
+            "a warning.")
+      .range(1, 1e7);
+  o.add_int("mini-batch", 32, "Pairs scored together.").range(1, 100000);
+  o.add_int("threads", 0, "Worker threads (0: QKV_NUM_THREADS or all cores).").range(0, 256);
+  return o;
+}
+
+// One input pair: its line number and text, or why it cannot be scored.
+struct Pair {
+  int64_t number = 0;
+  std::string source, target;
+  std::optional<std::string> problem;
+};
+
+std::string trim(const std::string& s) {
+  const size_t begin = s.find_first_not_of(" \t");
+  if (begin == std::string::npos) return {};
+  return s.substr(begin, s.find_last_not_of(" \t") - begin + 1);
+}
+
+// "src ||| tgt" from stdin (spaces around ||| are not part of either side).
+class StdinPairs {
+ public:
+  bool next(Pair& pair) {
+    data::Line line;
+    if (!reader_.next(line)) return false;
+    pair = Pair{line.number, {}, {}, std::nullopt};
+    if (line.status != data::LineStatus::Ok) {
+      pair.problem = line_problem(line, kMaxLineBytes);
+      return true;
+    }
+    const size_t bar = line.text.find("|||");
+    if (bar == std::string::npos) {
+      pair.problem = "no ' ||| ' between the source and the translation";
+      return true;
+    }
+    pair.source = trim(line.text.substr(0, bar));
+    pair.target = trim(line.text.substr(bar + 3));
+    return true;
+  }
+
+ private:
+  LineReader reader_{std::cin, kMaxLineBytes};
+};
+
+// --src and --tgt read in lockstep; unequal line counts are an error naming both files.
+class FilePairs {
+ public:
+  FilePairs(const fs::path& src, const fs::path& tgt)
+      : src_(src, {.invalid = data::InvalidLines::Skip, .max_line_bytes = kMaxLineBytes}),
+        tgt_(tgt, {.invalid = data::InvalidLines::Skip, .max_line_bytes = kMaxLineBytes}) {}
+
+  bool next(Pair& pair) {
+    data::Line s, t;
+    const bool has_s = src_.next(s), has_t = tgt_.next(t);
+    QKV_CHECK(has_s == has_t, ValueError, "--src ", src_.path().string(), " and --tgt ",
+              tgt_.path().string(),
+              " differ in length: ", (has_s ? tgt_.path() : src_.path()).string(),
+              " ends after line ", (has_s ? t.number : s.number), " (",
+              (has_s ? tgt_.stats().lines : src_.stats().lines), " lines)");
+    if (!has_s) return false;
+    pair = Pair{s.number, s.text, t.text, std::nullopt};
+    if (auto p = line_problem(s, kMaxLineBytes); p && s.status != data::LineStatus::Ok)
+      pair.problem = "--src: " + *p;
+    else if (auto q = line_problem(t, kMaxLineBytes); q && t.status != data::LineStatus::Ok)
+      pair.problem = "--tgt: " + *q;
+    return true;
+  }
+
+ private:
+  data::TextFileReader src_, tgt_;
+};
+
+// Encodes the pairs that are usable; records why the others are not.
+void encode_pairs(std::vector<Pair>& pairs, const Translator& tr, int64_t max_src, int64_t max_tgt,
+                  std::vector<std::vector<int32_t>>& src, std::vector<std::vector<int32_t>>& tgt) {
+  src.assign(pairs.size(), {});
+  tgt.assign(pairs.size(), {});
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    Pair& p = pairs[i];
+    if (p.problem) continue;
+    src[i] = tr.vocab.encode(p.source);
+    tgt[i] = tr.vocab.encode(p.target);
+    if (src[i].empty())
+      p.problem = "empty source sentence";
+    else if (int64_t(src[i].size()) > max_src || int64_t(tgt[i].size()) > max_tgt)
+      p.problem = "more subword tokens than the model scores (--max-length)";
+  }
+}
+
+// Scores one chunk and writes "<log p> <log p per token>" per pair, in input order.
+void score_chunk(std::vector<Pair>& pairs, const Translator& tr, const cli::ParsedOptions& p) {
+  const models::ModelConfig& c = tr.model->config();
+  const int64_t max_src = max_source_tokens(c, p.get<int64_t>("max-length"));
+  std::vector<std::vector<int32_t>> src, tgt;
+  encode_pairs(pairs, tr, max_src, max_src, src, tgt);
+  std::vector<size_t> usable;
+  std::vector<std::vector<int32_t>> usable_src;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    if (pairs[i].problem) {
+      warn_line("score", pairs[i].number, *pairs[i].problem);
+      continue;
+    }
+    usable.push_back(i);
+    usable_src.push_back(src[i]);
+  }
+  const std::vector<size_t> order = by_length(usable_src);
+  std::vector<std::string> out(pairs.size());
+  const auto mini = size_t(p.get<int64_t>("mini-batch"));
+  for (size_t begin = 0; begin < order.size(); begin += mini) {
+    std::vector<std::vector<int32_t>> rows, targets;
+    std::vector<size_t> which;
+    for (size_t k = begin; k < std::min(order.size(), begin + mini); ++k) {
+      which.push_back(usable[order[k]]);
+      rows.push_back(src[which.back()]);
+      targets.push_back(tgt[which.back()]);
+    }
+    const data::Batch b = source_batch(rows, c);
+    const auto lp = decode::force_decode(*tr.model, b.src, b.src_lengths, targets);
+    for (size_t r = 0; r < which.size(); ++r) {
+      double sum = 0;
+      for (const float x : lp[r]) sum += double(x);
+      out[which[r]] = fixed(sum) + " " + fixed(sum / double(lp[r].size()));
+    }
+  }
+  for (const std::string& line : out) std::cout << line << '\n';
+  std::cout.flush();
+  QKV_CHECK(std::cout.good(), IoError, "writing the scores (stdout) failed");
+}
+
+template <class Source>
+void score_all(Source& source, const Translator& tr, const cli::ParsedOptions& p) {
+  const auto chunk = size_t(p.get<int64_t>("mini-batch")) * 10;
+  std::vector<Pair> pairs;
+  for (bool more = true; more;) {
+    pairs.clear();
+    Pair pair;
+    while (pairs.size() < chunk && (more = source.next(pair))) pairs.push_back(std::move(pair));
+    if (!pairs.empty()) score_chunk(pairs, tr, p);
+  }
+}
+
+int score(const cli::ParsedOptions& p) {
+  QKV_CHECK(p.has("src") == p.has("tgt"), ConfigError, p.has("src") ? "--src" : "--tgt", " needs ",
+            p.has("src") ? "--tgt" : "--src",
+            " too (or give neither and pipe `source ||| translation` lines to stdin)");
+  if (p.get<int64_t>("threads") > 0) set_num_threads(int(p.get<int64_t>("threads")));
+  const Translator tr = load_translator(p.get<fs::path>("model"));
+  if (p.has("src")) {
+    FilePairs files(p.get<fs::path>("src"), p.get<fs::path>("tgt"));
+    score_all(files, tr, p);
+  } else {
+    StdinPairs in;
+    score_all(in, tr, p);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int score_main(int argc, const char* const* argv) {
+  return run_guarded("score", [&] {
+    const cli::OptionSet options = score_options();
+    const cli::ParsedOptions p = options.parse(argc, argv);
+    if (p.help_requested()) {
+      std::cout << options.format_help(
+          "qkv", "score",
+          "Scores translations with a model (forced decoding): for each `source ||| "
+          "translation` line of stdin (or each line pair of --src/--tgt) writes the "
+          "log-probability of the translation, summed and per token (EOS counted). A pair "
+          "that cannot be scored gives an empty line and a warning.");
+      return kExitOk;
+    }
+    return score(p);
+  });
+}
+
+}  // namespace qkv::tool

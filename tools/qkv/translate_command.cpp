@@ -1,0 +1,238 @@
+// qkv translate: stdin -> stdout, one translation per input line, always; beam search.
+#include <chrono>
+#include <iostream>
+
+#include "alignment.h"
+#include "command.h"
+#include "decode_commands.h"
+#include "decode_support.h"
+#include "qkv/base/thread_pool.h"
+#include "qkv/cli/options.h"
+#include "qkv/decode/beam_search.h"
+
+namespace qkv::tool {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kMaxLineBytes = int64_t{1} << 20;
+
+cli::OptionSet translate_options() {
+  cli::OptionSet o;
+  o.add_path("model", std::nullopt,
+             "Model directory written by `qkv train` (its model.safetensors), or a model file "
+             "(e.g. DIR/model.best.safetensors).")
+      .alias('m')
+      .required()
+      .metavar("DIR");
+  o.add_int("beam-size", 5, "Hypotheses kept per sentence (1: greedy).").alias('b').range(1, 1000);
+  o.add_double("normalize", 0.6,
+               "Length normalisation α: finished translations are ranked by log p / length^α.")
+      .range(0, 10);
+  o.add_double("coverage-penalty", 0,
+               "Coverage penalty β (Wu et al. 2016): favours translations that attend to every "
+               "source token. Needs a model with attention.")
+      .range(0, 100);
+  o.add_double("max-length-factor", 2,
+               "A translation has at most factor × source tokens + 5 tokens.")
+      .range(0, 1000);
+  o.add_int("max-length", 1000,
+            "Input lines with more subword tokens are not translated: an empty output line "
+            "and a warning.")
+      .range(1, 1e7);
+  o.add_int("n-best", std::nullopt,
+            "Write the N best translations of each line, in Moses format: "
+            "`id ||| translation ||| score` (id: 0-based line index).")
+      .range(1, 1000)
+      .metavar("N");
+  o.add_int("mini-batch", 32, "Sentences decoded together.").range(1, 100000);
+  o.add_int("maxi-batch", 10,
+            "Mini-batches read ahead and sorted by length, so batches hold similar lengths.")
+      .range(1, 10000);
+  o.add_int("threads", 0, "Worker threads (0: QKV_NUM_THREADS or all cores).").range(0, 256);
+  o.add_enum("alignment", {"hard", "soft"}, std::nullopt,
+             "Append ` ||| ` and word alignments from attention: hard = Pharaoh `s-t` pairs "
+             "(0-based words), soft = per target word its source-word weights "
+             "(comma-separated; rows separated by spaces).");
+  o.add_int("alignment-layer", -1,
+            "Transformer: the decoder layer whose cross-attention aligns (0-based; -1: last).")
+      .range(-1, 1000);
+  o.add_int("alignment-head", -1,
+            "Transformer: the attention head that aligns (0-based; -1: the mean over heads).")
+      .range(-1, 1000);
+  return o;
+}
+
+// --alignment-layer / --alignment-head against the model (ConfigError naming the flag).
+models::AttentionSelection alignment_selection(const cli::ParsedOptions& p,
+                                               const models::ModelConfig& c) {
+  const models::AttentionSelection which{p.get<int64_t>("alignment-layer"),
+                                         p.get<int64_t>("alignment-head")};
+  const bool transformer = c.type == models::ModelType::Transformer;
+  const int64_t layers = transformer ? c.dec_depth : 1, heads = transformer ? c.heads : 1;
+  QKV_CHECK(which.layer < layers, ConfigError, "--alignment-layer ", which.layer,
+            ": the model has ", layers, " attention layer(s): 0..", layers - 1,
+            ", or -1 for the last");
+  QKV_CHECK(which.head < heads, ConfigError, "--alignment-head ", which.head, ": the model has ",
+            heads, " attention head(s): 0..", heads - 1, ", or -1 for their mean");
+  return which;
+}
+
+decode::BeamSearchOptions search_options(const cli::ParsedOptions& p,
+                                         const models::ModelConfig& c) {
+  decode::BeamSearchOptions o;
+  o.beam_size = p.get<int64_t>("beam-size");
+  o.normalize = p.get<double>("normalize");
+  o.coverage_penalty = p.get<double>("coverage-penalty");
+  o.max_length_factor = p.get<double>("max-length-factor");
+  if (p.has("n-best")) {
+    o.n_best = p.get<int64_t>("n-best");
+    QKV_CHECK(o.n_best <= o.beam_size, ConfigError, "--n-best ", o.n_best, " exceeds --beam-size ",
+              o.beam_size, "; the search keeps only beam-size hypotheses (raise --beam-size)");
+  }
+  const bool attends =
+      c.type == models::ModelType::Transformer || c.attention != models::AttentionKind::None;
+  QKV_CHECK(attends || o.coverage_penalty == 0, ConfigError, "--coverage-penalty ",
+            o.coverage_penalty, ": the model is an rnn without attention, which has no coverage");
+  QKV_CHECK(attends || !p.has("alignment"), ConfigError, "--alignment ",
+            p.get<std::string>("alignment"),
+            ": the model is an rnn without attention, which aligns nothing");
+  o.keep_attention = p.has("alignment");
+  o.attention = alignment_selection(p, c);
+  return o;
+}
+
+struct Job {
+  const cli::ParsedOptions& flags;
+  const Translator& translator;
+  decode::BeamSearchOptions search;
+  int64_t max_tokens = 0;
+  int64_t sentence_id = 0;  // 0-based id of the next input line (n-best)
+  int64_t translated = 0, skipped = 0;
+};
+
+// The ` ||| alignment` suffix of one hypothesis ("" without --alignment).
+std::string alignment_suffix(const Job& job, const std::vector<int32_t>& source,
+                             const decode::Hypothesis& h) {
+  if (!job.flags.has("alignment")) return {};
+  std::vector<int32_t> src = source;
+  src.push_back(int32_t(job.translator.model->config().eos_id));
+  const auto words = word_attention(job.translator.vocab, src, h.tokens, h.attention);
+  const bool hard = job.flags.get<std::string>("alignment") == "hard";
+  return " ||| " + (hard ? hard_alignment(words) : soft_alignment(words));
+}
+
+// The output line(s) of one input line: its translation, or its n-best list.
+std::string format_output(const Job& job, int64_t id, const std::vector<int32_t>& source,
+                          const std::vector<decode::Hypothesis>* hyps) {
+  const bool nbest = job.flags.has("n-best");
+  const bool aligned = job.flags.has("alignment");
+  if (hyps == nullptr)  // a skipped line
+    return nbest ? std::to_string(id) + " |||  ||| -inf" + (aligned ? " ||| " : "") : "";
+  std::string out;
+  for (size_t i = 0; i < (nbest ? hyps->size() : 1); ++i) {
+    const decode::Hypothesis& h = (*hyps)[i];
+    const std::string text = job.translator.vocab.decode(h.tokens);
+    if (i > 0) out += '\n';
+    if (nbest)
+      out += std::to_string(id) + " ||| " + text + " ||| " + fixed(h.score);
+    else
+      out += text;
+    out += alignment_suffix(job, source, h);
+  }
+  return out;
+}
+
+// Translates one chunk of input lines and writes their outputs in order.
+void translate_chunk(Job& job, const std::vector<data::Line>& lines) {
+  const Translator& tr = job.translator;
+  std::vector<std::vector<int32_t>> sources(lines.size());
+  std::vector<size_t> usable;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::optional<std::string> problem = line_problem(lines[i], kMaxLineBytes);
+    if (!problem) {
+      sources[i] = tr.vocab.encode(lines[i].text);
+      if (sources[i].empty())
+        problem = "no subword tokens after normalisation";
+      else if (int64_t(sources[i].size()) > job.max_tokens)
+        problem = std::to_string(sources[i].size()) + " subword tokens, more than the " +
+                  std::to_string(job.max_tokens) + " this model translates (--max-length)";
+    }
+    if (problem) {
+      warn_line("translate", lines[i].number, *problem);
+      ++job.skipped;
+      sources[i].clear();
+    } else {
+      usable.push_back(i);
+    }
+  }
+  std::vector<std::vector<int32_t>> usable_rows;
+  for (const size_t i : usable) usable_rows.push_back(sources[i]);
+  const std::vector<size_t> order = by_length(usable_rows);
+  std::vector<std::vector<decode::Hypothesis>> results(lines.size());
+  const auto mini = size_t(job.flags.get<int64_t>("mini-batch"));
+  for (size_t begin = 0; begin < order.size(); begin += mini) {
+    std::vector<std::vector<int32_t>> rows;
+    std::vector<size_t> which;
+    for (size_t k = begin; k < std::min(order.size(), begin + mini); ++k) {
+      which.push_back(usable[order[k]]);
+      rows.push_back(sources[which.back()]);
+    }
+    const data::Batch b = source_batch(rows, tr.model->config());
+    auto hyps = decode::beam_search(*tr.model, b.src, b.src_lengths, job.search);
+    for (size_t r = 0; r < which.size(); ++r) results[which[r]] = std::move(hyps[r]);
+  }
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const bool ok = !results[i].empty();
+    std::cout << format_output(job, job.sentence_id++, sources[i], ok ? &results[i] : nullptr)
+              << '\n';
+    job.translated += ok ? 1 : 0;
+  }
+  std::cout.flush();
+  QKV_CHECK(std::cout.good(), IoError, "writing the translations (stdout) failed");
+}
+
+int translate(const cli::ParsedOptions& p) {
+  if (p.get<int64_t>("threads") > 0) set_num_threads(int(p.get<int64_t>("threads")));
+  const Translator tr = load_translator(p.get<fs::path>("model"));
+  const models::ModelConfig& c = tr.model->config();
+  Job job{p, tr, search_options(p, c), max_source_tokens(c, p.get<int64_t>("max-length"))};
+  std::cerr << "loaded " << tr.file.string() << " (" << models::to_string(c.type) << ", update "
+            << tr.info.update << "); beam size " << job.search.beam_size << "\n";
+  const auto start = std::chrono::steady_clock::now();
+  LineReader reader(std::cin, kMaxLineBytes);
+  const auto chunk = size_t(p.get<int64_t>("mini-batch") * p.get<int64_t>("maxi-batch"));
+  std::vector<data::Line> lines;
+  for (bool more = true; more;) {
+    lines.clear();
+    data::Line line;
+    while (lines.size() < chunk && (more = reader.next(line))) lines.push_back(std::move(line));
+    if (!lines.empty()) translate_chunk(job, lines);
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cerr << "translated " << job.translated << " lines";
+  if (job.skipped > 0) std::cerr << ", " << job.skipped << " skipped (empty output lines)";
+  std::cerr << " in " << fixed(seconds, 2) << " s\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+int translate_main(int argc, const char* const* argv) {
+  return run_guarded("translate", [&] {
+    const cli::OptionSet options = translate_options();
+    const cli::ParsedOptions p = options.parse(argc, argv);
+    if (p.help_requested()) {
+      std::cout << options.format_help(
+          "qkv", "translate",
+          "Translates stdin to stdout with beam search, one line per input line, always: a "
+          "line that cannot be translated (empty, invalid UTF-8, too long) gives an empty line "
+          "and a warning on stderr.");
+      return kExitOk;
+    }
+    return translate(p);
+  });
+}
+
+}  // namespace qkv::tool
