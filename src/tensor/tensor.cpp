@@ -1,6 +1,8 @@
 #include "qkv/tensor/tensor.h"
 
+#include <array>
 #include <cstring>
+#include <type_traits>
 
 #include "qkv/base/aligned.h"
 
@@ -111,6 +113,35 @@ void copy_strided(const TensorView& src, const TensorView& dst) {
   const int rank = src.rank();
   const int64_t n = src.numel();
   if (n == 0) return;
+  // Fast paths (copies sit on autograd's hot path: every first gradient is one): one
+  // memcpy when both are contiguous, else whole inner rows when the last axis is dense in
+  // both, so only the outer axes pay for the odometer below.
+  if constexpr (std::is_same_v<Src, Dst>) {
+    if (src.is_contiguous() && dst.is_contiguous()) {
+      std::memcpy(d, s, size_t(n) * sizeof(Dst));
+      return;
+    }
+  }
+  if (rank >= 2 && src.stride(rank - 1) == 1 && dst.stride(rank - 1) == 1) {
+    const int64_t cols = src.shape()[rank - 1];
+    std::array<int64_t, kMaxRank> index{};
+    int64_t so = 0, dof = 0;
+    for (int64_t r = 0; r < n / cols; ++r) {
+      for (int64_t c = 0; c < cols; ++c) d[dof + c] = static_cast<Dst>(s[so + c]);
+      for (int i = rank - 2; i >= 0; --i) {  // odometer over the outer axes
+        const auto ui = size_t(i);
+        if (++index[ui] < src.shape()[i]) {
+          so += src.stride(i);
+          dof += dst.stride(i);
+          break;
+        }
+        so -= src.stride(i) * (index[ui] - 1);
+        dof -= dst.stride(i) * (index[ui] - 1);
+        index[ui] = 0;
+      }
+    }
+    return;
+  }
   std::array<int64_t, kMaxRank> index{};
   int64_t so = 0, dof = 0;
   for (int64_t k = 0; k < n; ++k) {

@@ -88,5 +88,45 @@ TEST(Tensor, ShapeErrorNamesBothShapes) {
   }
 }
 
+// copy_into's three paths (contiguous memcpy, dense inner rows under strided outer axes,
+// the general odometer) and the dtype-converting copies all put every element where
+// at() says it belongs.
+TEST(Tensor, CopyIntoEveryPathPlacesEveryElement) {
+  Tensor base = Tensor::empty({4, 5, 6});
+  for (int64_t i = 0; i < base.numel(); ++i) base.data<float>()[i] = float(i);
+  const std::vector<Tensor> sources = {base,                  // contiguous
+                                       base.slice(1, 1, 4),   // dense rows, strided outer
+                                       base.transpose(0, 1),  // dense rows, permuted outer
+                                       base.transpose(1, 2),  // inner axis strided
+                                       base.slice(2, 2, 3)};  // single-column rows
+  for (const Tensor& src : sources) {
+    for (DType dtype : {DType::F32, DType::F64}) {
+      SCOPED_TRACE(describe(src) + " -> " + std::string(dtype_name(dtype)));
+      const Tensor dst = src.to(dtype);
+      const Shape& s = src.shape();
+      for (int64_t a = 0; a < s[0]; ++a)
+        for (int64_t b = 0; b < s[1]; ++b)
+          for (int64_t c = 0; c < s[2]; ++c) {
+            const double want = src.at<float>({a, b, c});
+            const double got =
+                dtype == DType::F32 ? dst.at<float>({a, b, c}) : dst.at<double>({a, b, c});
+            ASSERT_EQ(got, want) << a << "," << b << "," << c;
+          }
+      // Into a strided destination as well.
+      Tensor wide = Tensor::zeros({s[0], s[1], s[2] + 3}, dtype);
+      copy_into(src, wide.slice(2, 1, 1 + s[2]));
+      for (int64_t a = 0; a < s[0]; ++a)
+        for (int64_t b = 0; b < s[1]; ++b) {
+          const double first =
+              dtype == DType::F32 ? wide.at<float>({a, b, 1}) : wide.at<double>({a, b, 1});
+          ASSERT_EQ(first, double(src.at<float>({a, b, 0})));
+          const double pad =
+              dtype == DType::F32 ? wide.at<float>({a, b, 0}) : wide.at<double>({a, b, 0});
+          ASSERT_EQ(pad, 0.0);
+        }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace qkv
