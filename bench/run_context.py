@@ -1,10 +1,10 @@
-"""Header lines shared by bench/run_kernels.sh and bench/run_attention.sh: the
+"""Header lines shared by bench/run_kernels.sh, run_attention.sh and run_training.sh: the
 environment variables that change either side, and how busy the machine was."""
 import os
 
 # Variables that change qkv's or PyTorch's kernels or thread counts when set.
 ENV_VARS = ("OPENBLAS_CORETYPE", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "QKV_NUM_THREADS",
-            "QKV_GEMM", "ATEN_CPU_CAPABILITY")
+            "QKV_GEMM", "ATEN_CPU_CAPABILITY", "OMP_WAIT_POLICY")
 
 
 def print_env_and_load(reps_text, secs, load0, load1, cpu0, cpu1):

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Runs qkv_bench_training and its PyTorch peer (bench/peer_torch_training.py, Debian's
+# /usr/bin/python3 with torch 1.13) in one invocation and prints one table: training
+# tokens/s (real source + target tokens per second; one update = forward, label-smoothed
+# cross-entropy, backward, Adam) of the Transformer, the Bahdanau RNN and the bottleneck
+# RNN, on the same batches (written once by the peer, read by both), at 2 and 1 threads.
+# Usage:
+#   bench/run_training.sh [BUILD_DIR]        (BUILD_DIR defaults to build/release)
+# After WARMUP (default 1) untimed updates, REPS (default 5) timed windows of UPDATES
+# (default 1) updates at 2 threads, REPS1 (default 3) at 1 thread (the secondary column;
+# keeps the run near 9 minutes on 2 cores); THREADS (default "2 1") the thread
+# columns; PEER=0 skips torch; BATCHES (default 4) batches in the file, cycled, SEED
+# (default 1) their seed; COLD_ALLOC=1 keeps glibc's malloc defaults on both sides.
+# Groups alternate qkv / torch per (model, threads), so each pair is measured within a
+# minute or two of each other.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build/release}
+exe="$build/bench/qkv_bench_training"
+[[ -x "$exe" ]] || { echo "no $exe: build the qkv_bench_training target first" >&2; exit 1; }
+reps=${REPS:-5} reps1=${REPS1:-3} updates=${UPDATES:-1} warmup=${WARMUP:-1}
+threads=${THREADS:-2 1}
+py=/usr/bin/python3
+[[ -x $py ]] || py=python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+peer=${PEER:-1}
+if [[ $peer != 0 ]] && ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  echo "note: /usr/bin/python3 has no torch (Debian: apt install python3-torch); peer columns skipped" >&2
+  peer=0
+fi
+alloc=()
+[[ ${COLD_ALLOC:-0} == 1 ]] && alloc=(--cold-alloc)
+flags=(--updates "$updates" --warmup "$warmup" "${alloc[@]}")
+
+# The batches: standard library only, so this works without torch too.
+$py bench/peer_torch_training.py --make-batches "$tmp/batches.txt" --seed "${SEED:-1}" \
+  --count "${BATCHES:-4}"
+"$exe" --info > "$tmp/qkv_info.json"
+[[ $peer != 0 ]] && /usr/bin/python3 bench/peer_torch_training.py --info "${alloc[@]}" \
+  > "$tmp/torch_info.json"
+cpu0=$(grep '^cpu ' /proc/stat)
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+start=$SECONDS
+for model in transformer rnn-additive rnn-none; do
+  for t in $threads; do
+    c="$model:thr=$t"
+    r=$reps
+    [[ $t == 1 ]] && r=$reps1
+    echo "== qkv $c" >&2
+    "$exe" --batches "$tmp/batches.txt" --reps "$r" "${flags[@]}" "$c" | tee -a "$tmp/qkv.jsonl" |
+      cut -c1-140 >&2
+    if [[ $peer != 0 ]]; then
+      echo "== torch $c" >&2
+      /usr/bin/python3 bench/peer_torch_training.py --batches "$tmp/batches.txt" --reps "$r" \
+        "${flags[@]}" "$c" | tee -a "$tmp/torch.jsonl" | cut -c1-140 >&2
+    fi
+  done
+done
+cpu1=$(grep '^cpu ' /proc/stat)
+load1=$(cut -d' ' -f1-3 /proc/loadavg)
+
+$py - "$tmp" "$reps/$reps1" "$updates" "$warmup" "$((SECONDS - start))" "$load0" "$load1" "$cpu0" \
+  "$cpu1" "${COLD_ALLOC:-0}" <<'PY'
+import json, os, statistics, sys
+sys.path.insert(0, "bench")  # the scripts run from the repository root
+from run_context import print_env_and_load
+tmp, reps, updates, warmup, secs, load0, load1, cpu0, cpu1, cold = sys.argv[1:11]
+
+def load(name):
+    p = os.path.join(tmp, name)
+    return [json.loads(l) for l in open(p) if l.strip()] if os.path.exists(p) else []
+ctx = json.load(open(f"{tmp}/qkv_info.json"))
+tctx = json.load(open(f"{tmp}/torch_info.json")) if os.path.exists(f"{tmp}/torch_info.json") else {}
+qkv = {r["case"]: r for r in load("qkv.jsonl")}
+torch = {r["case"]: r for r in load("torch.jsonl")}
+
+print(f"cpu: {ctx['cpu_model']}, {ctx['num_cpus']} CPUs; {ctx['cpu_features']}")
+print(f"qkv: simd target {ctx['qkv_simd_target']}; gemm backend {ctx['qkv_gemm_backend']}; "
+      f"openblas: {ctx['openblas']}")
+if tctx:
+    print(f"torch {tctx['torch_version']} ({tctx['python']}): BLAS_INFO={tctx['torch_blas_info']}, "
+          f"BLAS = {tctx.get('openblas_path', '?')} ({tctx['openblas']}); CPU capability "
+          f"{tctx['torch_cpu_capability']}; parallel backend {tctx['torch_parallel_backend']}; "
+          f"mkldnn {tctx['torch_mkldnn']}; allocator {tctx['allocator']}")
+    print("threads per row: qkv set_num_threads(t); torch.set_num_threads(t) + openblas_set_num_threads(t)")
+else:
+    print("torch: not run (no torch in /usr/bin/python3, or PEER=0)")
+print(f"allocator: {'glibc defaults on both sides (COLD_ALLOC=1)' if cold == '1' else 'mallopt(no mmap, no trim) on both sides'}")
+batches = open(f"{tmp}/batches.txt").read().split("\n")
+shapes = [l.split()[1:] for l in batches if l.startswith("batch ")]
+print(f"batches: {batches[1]}; [B, Ts, Tt] = " + " ".join("[" + ", ".join(s) + "]" for s in shapes))
+print_env_and_load(f"{warmup} warm-up update(s), then {reps.split('/')[0]} (2 threads) / "
+                   f"{reps.split('/')[1]} (1 thread) windows of {updates} update(s), medians",
+                   secs, load0, load1, cpu0, cpu1)
+
+def rate(r):
+    return f"{r['tokens_per_s']:10.0f}" if r and "tokens_per_s" in r else f"{'-' if not r else 'error':>10}"
+def ms(r):
+    return f"{r['s_per_update'] * 1e3:8.0f}" if r and "s_per_update" in r else f"{'-':>8}"
+def spread(r):  # (max - min) / median of the windows, a noise figure
+    if not r or "rates" not in r: return f"{'-':>5}"
+    v = r["rates"]
+    return f"{100 * (max(v) - min(v)) / statistics.median(v):4.0f}%"
+
+hdr = (f"{'config':<13}{'thr':>3} | {'qkv tok/s':>10} {'ms/upd':>8} {'spread':>6} | "
+       f"{'torch tok/s':>11} {'ms/upd':>8} {'spread':>6} | {'qkv/torch':>9} | {'params qkv':>10} {'torch':>9}")
+print("\n" + hdr + "\n" + "-" * len(hdr))
+mismatch = []
+for name, r in qkv.items():
+    model, thr = name.split(":thr=")
+    p = torch.get(name)
+    ratio = (f"{r['tokens_per_s'] / p['tokens_per_s']:9.2f}"
+             if p and "tokens_per_s" in p and "tokens_per_s" in r else f"{'-':>9}")
+    pq, pt = r.get("params"), (p or {}).get("params")
+    if pq and pt and abs(pq - pt) > 0.01 * pq:
+        mismatch.append(f"{name}: qkv {pq} vs torch {pt}")
+    print(f"{model:<13}{thr:>3} | {rate(r)} {ms(r)} {spread(r):>6} | {rate(p):>11} {ms(p)} "
+          f"{spread(p):>6} | {ratio} | {pq or '-':>10} {pt or '-':>9}")
+    for err in (r.get("error"), (p or {}).get("error")):
+        if err: print(f"  error: {err}")
+print("""
+tok/s: real source + target tokens (padding not counted) per second of wall time, median
+over the windows; one update = forward (teacher forcing) + label-smoothed cross-entropy
+(0.1, pad ignored) + backward + Adam step + zero_grad, dropout 0.1. ms/upd: median wall
+time per update. spread: (max - min) / median over the windows. qkv/torch = qkv tok/s /
+torch tok/s (> 1: qkv faster). params: trainable parameters, tied tables counted once.""")
+print("phases, ms per update (forward / loss / backward / optimizer), qkv | torch:")
+for name, r in qkv.items():
+    p = torch.get(name, {})
+    f = lambda x: " / ".join(f"{x['phase_ms'][k]:.0f}" for k in ("forward", "loss", "backward", "optimizer")) if "phase_ms" in x else "-"
+    loss = lambda x: f"loss {x['first_loss']:.3f} -> {x['last_loss']:.3f}" if "first_loss" in x else ""
+    mib = lambda x: f"peak {x['peak_rss_kb'] / 1024:.0f} MiB" if "peak_rss_kb" in x else ""
+    print(f"  {name:<18} {f(r):<22} {loss(r)}, {mib(r)} | {f(p):<22} {loss(p)}, {mib(p)}")
+print("tok/s of each window, qkv | torch:")
+for name, r in qkv.items():
+    w = lambda x: " ".join(f"{v:.0f}" for v in x["rates"]) if "rates" in x else "-"
+    print(f"  {name:<18} {w(r)} | {w(torch.get(name, {}))}")
+if mismatch:
+    print("PARAMETER COUNTS DIFFER by more than 1%: " + "; ".join(mismatch))
+    sys.exit(1)
+PY
