@@ -18,6 +18,7 @@ packages=(
   nlohmann-json3-dev                 # safetensors headers, model config, metrics JSON
   libyaml-cpp-dev                    # YAML training configs (qkv train -c FILE)
   libpng-dev                         # PNG attention heatmaps (qkv attend --png)
+  chromium                           # headless rendering test of qkv report
 )
 
 missing=()

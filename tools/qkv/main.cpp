@@ -5,11 +5,15 @@
 //   qkv score --model DIR [--src SRC --tgt TGT] (else `src ||| tgt` lines on stdin)
 //   qkv eval --ref REF [--by-length SRC] < HYPS
 //   qkv attend --model DIR [--svg DIR --png DIR] < SRC
+//   qkv compare --train-sets SRC TGT --test-sets SRC REF [--variants LIST] [train flags]
+//   qkv report --compare DIR [-o FILE]
+//   qkv demo [--minutes 15] [--out DIR]
 #include <iostream>
 #include <string_view>
 
 #include "command.h"
 #include "decode_commands.h"
+#include "experiment_commands.h"
 
 namespace {
 
@@ -26,6 +30,9 @@ constexpr const char* kUsage =
     "  score   the model's log-probability of given translations (forced decoding)\n"
     "  eval    BLEU and chrF of translations (stdin) against references (--ref)\n"
     "  attend  translations with their attention heatmaps (terminal, SVG, PNG)\n"
+    "  compare train several systems under one budget and compare them in one table\n"
+    "  report  the HTML report of a comparison (table, chart, attention heatmaps)\n"
+    "  demo    the main job: three systems on Multi30k En-De in 15 minutes, with a report\n"
     "\n"
     "`qkv <command> --help` lists a command's flags with their defaults.\n";
 
@@ -52,8 +59,11 @@ int main(int argc, char** argv) {
   if (command == "score") return score_main(argc - 1, argv + 1);
   if (command == "eval") return eval_main(argc - 1, argv + 1);
   if (command == "attend") return attend_main(argc - 1, argv + 1);
-  std::cerr
-      << "qkv: error: unknown command '" << command
-      << "'; the commands are vocab, train, translate, score, eval and attend (see qkv --help)\n";
+  if (command == "compare") return compare_main(argc - 1, argv + 1);
+  if (command == "report") return report_main(argc - 1, argv + 1);
+  if (command == "demo") return demo_main(argc - 1, argv + 1);
+  std::cerr << "qkv: error: unknown command '" << command
+            << "'; the commands are vocab, train, translate, score, eval, attend, compare, report "
+               "and demo (see qkv --help)\n";
   return kExitUsage;
 }

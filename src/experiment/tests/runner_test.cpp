@@ -1,0 +1,173 @@
+// One variant start to finish on a tiny synthetic task (reverse a short word sequence):
+// training under an update budget, the saved model translated and scored, speed and
+// memory measured, attention samples for a model that attends.
+#include "qkv/experiment/runner.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "qkv/base/rng.h"
+#include "qkv/data/parallel_corpus.h"
+#include "qkv/experiment/resources.h"
+#include "qkv/experiment/samples.h"
+#include "qkv/train/checkpoint.h"
+
+namespace qkv::experiment {
+namespace {
+
+namespace fs = std::filesystem;
+
+// n pairs of 2..8 words; the target is the source reversed (German words).
+void write_corpus(const fs::path& src, const fs::path& tgt, int n, uint64_t seed) {
+  static const std::vector<std::string> kSrc = {"red",  "blue", "dog",  "cat", "man",
+                                                "girl", "runs", "sits", "big", "small"};
+  static const std::vector<std::string> kTgt = {"rot",  "blau",  "hund",  "katze", "mann",
+                                                "kind", "lauft", "sitzt", "gross", "klein"};
+  Rng rng(seed);
+  std::ofstream s(src), t(tgt);
+  for (int i = 0; i < n; ++i) {
+    const uint64_t len = 2 + rng.uniform_int(7);
+    std::vector<uint64_t> w;
+    for (uint64_t j = 0; j < len; ++j) w.push_back(rng.uniform_int(kSrc.size()));
+    for (uint64_t j = 0; j < len; ++j) s << (j ? " " : "") << kSrc[w[j]];
+    for (uint64_t j = 0; j < len; ++j) t << (j ? " " : "") << kTgt[w[len - 1 - j]];
+    s << "\n";
+    t << "\n";
+  }
+}
+
+class RunnerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::path(::testing::TempDir()) / ("qkv_experiment_runner." + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    write_corpus(dir_ / "train.src", dir_ / "train.tgt", 300, 1);
+    write_corpus(dir_ / "valid.src", dir_ / "valid.tgt", 20, 2);
+    write_corpus(dir_ / "test.src", dir_ / "test.tgt", 24, 3);
+    data::train_vocab({dir_ / "train.src", dir_ / "train.tgt"}, 40, dir_ / "vocab.spm");
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  train::TrainingData data(bool with_valid) const {
+    train::TrainingData d{.vocab = data::Vocab::load(dir_ / "vocab.spm")};
+    d.train = std::make_shared<data::TokenizedCorpus>(data::tokenize(
+        data::read_parallel_corpus(dir_ / "train.src", dir_ / "train.tgt"), d.vocab));
+    if (with_valid)
+      d.valid = train::make_validation_set(
+          data::read_parallel_corpus(dir_ / "valid.src", dir_ / "valid.tgt"), d.vocab);
+    return d;
+  }
+
+  VariantPlan plan(const std::string& variant, const data::Vocab& vocab) const {
+    VariantPlan p{.variant = parse_variants(variant).at(0), .label = "[" + variant + "]"};
+    p.config.type = p.variant.type;
+    p.config.attention = p.variant.attention;
+    p.config.cell = models::CellType::Gru;
+    p.config.vocab_size = vocab.size();
+    p.config.dim_emb = p.config.dim_rnn = 16;
+    p.config.enc_depth = p.config.dec_depth = 1;
+    p.config.heads = 2;
+    p.config.dim_ffn = 32;
+    p.config.dropout = 0;
+    p.trainer.model_dir = dir_ / "models" / p.variant.file_name();
+    p.trainer.batch.mini_batch_words = 256;
+    p.trainer.batch.max_length = 40;
+    p.trainer.schedule = {.kind = train::LrSchedule::Constant, .learning_rate = 3e-3, .warmup = 5};
+    p.trainer.after.updates = 30;
+    p.trainer.valid_freq = 10;
+    return p;
+  }
+
+  static fs::path dir_;
+};
+fs::path RunnerTest::dir_;
+
+TEST_F(RunnerTest, TrainsTranslatesScoresAndMeasuresAnAttentionModel) {
+  const train::TrainingData d = data(/*with_valid=*/true);
+  const TestSet test = read_test_set(dir_ / "test.src", dir_ / "test.tgt");
+  const EvalSettings settings{.search = {.beam_size = 2}, .sample_lines = {0, 5, 100}};
+  const VariantOutcome o = run_variant(plan("rnn:additive", d.vocab), d, test, settings, nullptr);
+  const VariantResult& r = o.result;
+  EXPECT_EQ(r.name, "rnn:additive");
+  EXPECT_EQ(r.updates, 30);
+  EXPECT_GT(r.parameters, 0);
+  EXPECT_EQ(r.stop_reason, "update limit reached");
+  ASSERT_TRUE(r.best_valid_loss.has_value());
+  EXPECT_EQ(r.evaluated_file, train::kBestModelFile);
+  EXPECT_TRUE(fs::exists(dir_ / "models" / "rnn-additive" / train::kModelFile));
+  EXPECT_GT(r.train_tokens, 0);
+  EXPECT_GT(r.train_tokens_per_second, 0);
+  EXPECT_EQ(r.test_sentences, 24);
+  EXPECT_EQ(o.hypotheses.size(), 24u);
+  EXPECT_GE(r.bleu, 0);
+  EXPECT_LE(r.bleu, 100);
+  EXPECT_TRUE(r.bleu_line.starts_with("BLEU|nrefs:1|")) << r.bleu_line;
+  EXPECT_EQ(r.by_length.size(), 6u);
+  EXPECT_EQ(r.by_length[0].sentences, 24);  // every test sentence has 2..8 words
+  EXPECT_GT(r.decode_sentences_per_second, 0);
+  EXPECT_GT(r.peak_rss_bytes, 0);
+  EXPECT_GE(r.wall_seconds, r.decode_seconds);
+  // Line 100 does not exist; the others give word-level maps (no ▁, no </s>).
+  EXPECT_EQ(o.sample_lines, (std::vector<size_t>{0, 5}));
+  ASSERT_EQ(o.samples.size(), 2u);
+  EXPECT_EQ(o.samples[0].title, "rnn:additive, test sentence 1");
+  EXPECT_EQ(o.samples[0].source.size(), size_t(eval::source_words(test.sources[0])));
+  for (const std::string& w : o.samples[0].source) {
+    EXPECT_EQ(w.find("\xE2\x96\x81"), std::string::npos) << w;
+    EXPECT_NE(w, "</s>");
+  }
+}
+
+TEST_F(RunnerTest, NoAttentionModelHasNoSamplesAndNoValidationEvaluatesTheLastModel) {
+  const train::TrainingData d = data(/*with_valid=*/false);
+  const TestSet test = read_test_set(dir_ / "test.src", dir_ / "test.tgt", /*max_sentences=*/7);
+  EXPECT_EQ(test.sources.size(), 7u);
+  const EvalSettings settings{.search = {.beam_size = 1}, .sample_lines = {0}};
+  const VariantOutcome o = run_variant(plan("rnn:none", d.vocab), d, test, settings, nullptr);
+  EXPECT_FALSE(o.result.best_valid_loss.has_value());
+  EXPECT_EQ(o.result.evaluated_file, train::kModelFile);
+  EXPECT_TRUE(o.samples.empty());
+  EXPECT_EQ(o.hypotheses.size(), 7u);
+}
+
+// A sentence translates the same in any mini-batch (beam_search's contract), and beam
+// size 1 (greedy_decode) makes beam search's choices.
+TEST_F(RunnerTest, TranslationDoesNotDependOnMiniBatchAndBeamOneIsGreedy) {
+  const train::TrainingData d = data(/*with_valid=*/false);
+  VariantPlan p = plan("transformer", d.vocab);
+  p.trainer.after.updates = 15;
+  p.trainer.model_dir = dir_ / "models" / "transformer-batches";
+  const TestSet test = read_test_set(dir_ / "test.src", dir_ / "test.tgt");
+  run_variant(p, d, test, {.search = {.beam_size = 1}}, nullptr);
+  train::LoadedModel m = train::load_model(p.trainer.model_dir / train::kModelFile);
+  for (const int64_t beam : {1, 3}) {
+    const auto one =
+        translate_sentences(*m.model, d.vocab, test.sources, {.beam_size = beam, .mini_batch = 1});
+    const auto many =
+        translate_sentences(*m.model, d.vocab, test.sources, {.beam_size = beam, .mini_batch = 16});
+    EXPECT_EQ(one.hypotheses, many.hypotheses) << "beam " << beam;
+  }
+}
+
+TEST(Resources, PeakMemoryIsMeasured) {
+  reset_peak_rss();
+  const int64_t before = peak_rss_bytes();
+  EXPECT_GT(before, 0);
+  std::vector<char> big(size_t(64) << 20, 1);  // touched: resident
+  EXPECT_GE(peak_rss_bytes(), before + (int64_t(60) << 20) * (big[12345] == 1 ? 1 : 0));
+}
+
+TEST(PickSamples, PrefersReadableLengthsInFileOrder) {
+  const std::vector<std::string> s = {"a b", "one two three four five six", "x", "1 2 3 4 5 6 7",
+                                      "a b c d e f g h i j k l m n o p q"};
+  EXPECT_EQ(pick_samples(s, 2), (std::vector<size_t>{1, 3}));
+  EXPECT_EQ(pick_samples(s, 3), (std::vector<size_t>{0, 1, 3}));
+  EXPECT_EQ(pick_samples(s, 9).size(), 5u);
+}
+
+}  // namespace
+}  // namespace qkv::experiment

@@ -1,0 +1,78 @@
+#include "qkv/experiment/variant.h"
+
+#include <algorithm>
+
+#include "qkv/base/error.h"
+
+namespace qkv::experiment {
+namespace {
+
+constexpr const char* kForms =
+    "rnn:none, rnn:dot, rnn:scaled-dot, rnn:cosine, rnn:general, rnn:additive or transformer";
+
+std::string trim(std::string_view s) {
+  const size_t b = s.find_first_not_of(" \t");
+  if (b == std::string_view::npos) return {};
+  const size_t e = s.find_last_not_of(" \t");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+Variant parse_one(const std::string& entry, std::string_view flag) {
+  QKV_CHECK(!entry.empty(), ConfigError, flag, ": an empty entry in the list; write e.g. ",
+            "rnn:none,rnn:additive,transformer");
+  const size_t colon = entry.find(':');
+  const std::string type = entry.substr(0, colon);
+  const std::string attention = colon == std::string::npos ? "" : entry.substr(colon + 1);
+  Variant v{.name = entry};
+  if (type == "transformer") {
+    QKV_CHECK(attention.empty() || attention == "scaled-dot", ConfigError, flag, " ", entry,
+              ": the transformer always uses scaled-dot attention; write `transformer`");
+    v.type = models::ModelType::Transformer;
+    v.attention = models::AttentionKind::ScaledDot;
+    v.name = "transformer";
+    return v;
+  }
+  QKV_CHECK(type == "rnn", ConfigError, flag, " ", entry, ": unknown model type '", type,
+            "'; the variants are ", kForms);
+  QKV_CHECK(!attention.empty(), ConfigError, flag, " ", entry,
+            ": say which attention the rnn uses, e.g. rnn:additive (rnn:none for none)");
+  try {
+    v.attention = models::parse_attention_kind(attention);
+  } catch (const ConfigError&) {
+    QKV_THROW(ConfigError, flag, " ", entry, ": unknown attention '", attention,
+              "'; the variants are ", kForms);
+  }
+  return v;
+}
+
+}  // namespace
+
+std::string Variant::file_name() const {
+  std::string s = name;
+  std::replace(s.begin(), s.end(), ':', '-');
+  return s;
+}
+
+bool Variant::attends() const noexcept {
+  return type == models::ModelType::Transformer || attention != models::AttentionKind::None;
+}
+
+std::vector<Variant> parse_variants(std::string_view list, std::string_view flag) {
+  QKV_CHECK(!trim(list).empty(), ConfigError, flag,
+            ": no variants; write e.g. rnn:none,rnn:additive,transformer");
+  std::vector<Variant> out;
+  size_t begin = 0;
+  while (true) {
+    const size_t comma = list.find(',', begin);
+    const Variant v = parse_one(trim(list.substr(begin, comma - begin)), flag);
+    for (const Variant& seen : out)
+      QKV_CHECK(seen.name != v.name, ConfigError, flag, ": ", v.name,
+                " is listed twice; each variant is trained once");
+    out.push_back(v);
+    if (comma == std::string_view::npos) break;
+    begin = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace qkv::experiment

@@ -1,0 +1,183 @@
+// qkv compare: several systems trained on the same data, with the same vocabulary, seed
+// and budget, then translated, scored and measured on one test set: one table on stdout,
+// and DIR/compare.{csv,json}, DIR/bleu_by_length.svg, DIR/samples.json, DIR/models/<v>/,
+// DIR/hyps/<v>.txt (and DIR/report.html with --report).
+//
+// The flags are compare's own (below) plus every `qkv train` flag, which applies to each
+// variant alike; --variants sets each one's --type and --attention.
+#include <algorithm>
+#include <iostream>
+#include <tuple>
+
+#include "command.h"
+#include "compare_support.h"
+#include "experiment_commands.h"
+#include "qkv/base/thread_pool.h"
+#include "qkv/experiment/runner.h"
+#include "qkv/experiment/samples.h"
+#include "qkv/io/atomic_file.h"
+#include "train_flags.h"
+
+namespace qkv::tool {
+namespace {
+
+namespace fs = std::filesystem;
+using experiment::Variant;
+
+constexpr const char* kDefaultVariants = "rnn:none,rnn:dot,rnn:additive,transformer";
+constexpr const char* kDefaultBudget = "5m";
+
+cli::OptionSet compare_options() {
+  cli::OptionSet o;
+  o.add_list("test-sets", {}, "Source and reference test corpora (plain text or .gz).")
+      .required()
+      .metavar("FILE");
+  o.add_string("variants", kDefaultVariants,
+               "The systems to train, comma-separated: rnn:none (no attention), "
+               "rnn:dot|scaled-dot|cosine|general (Luong), rnn:additive (Bahdanau), "
+               "transformer.");
+  o.add_path("out", "compare",
+             "Directory for the results: compare.csv, compare.json, bleu_by_length.svg, "
+             "samples.json, models/<variant>/, hyps/<variant>.txt.")
+      .metavar("DIR");
+  o.add_switch("report", "Also write DIR/report.html (what `qkv report --compare DIR` writes).");
+  o.add_string("title", "qkv comparison", "Title of the report.");
+  o.add_int("beam-size", 5, "Beam size for the test set (1: greedy search).").range(1, 1000);
+  o.add_double("normalize", 0.6, "Length normalisation α of beam search.").range(0, 10);
+  o.add_int("mini-batch", 32, "Test sentences decoded together.").range(1, 100000);
+  o.add_int("samples", 3,
+            "Test sentences whose attention the report shows, per variant with attention.")
+      .range(0, 100);
+  o.add_int("max-sentences", 0,
+            "Use only the first N pairs of the training, validation and test sets (0: all): "
+            "for quick trials and smoke tests.")
+      .range(0, 1e12);
+  o.add_switch("overwrite",
+               "Replace the model directories an earlier comparison left in DIR/models.");
+  return o;
+}
+
+std::string help_text(const cli::OptionSet& own) {
+  return own.format_help(
+             "qkv", "compare",
+             "Trains each variant on the same data with the same vocabulary, seed and budget "
+             "(--after, default " +
+                 std::string(kDefaultBudget) +
+                 " per variant), translates the test set with each, and prints one table: "
+                 "BLEU, chrF, BLEU per source-length bucket, training tokens/s, decoding "
+                 "sentences/s, parameters, peak memory, wall time.") +
+         "\nEvery `qkv train` flag is accepted too and applies to each variant alike "
+         "(--train-sets is required; --valid-sets, --after, --dim-emb, --seed, --threads, "
+         "...; see `qkv train --help`), except --model, --type, --attention and --resume.\n";
+}
+
+// The --out directory's model directories: new, or replaced with --overwrite.
+void prepare_model_dirs(const fs::path& out, const std::vector<Variant>& variants, bool overwrite) {
+  for (const Variant& v : variants) {
+    const fs::path dir = out / "models" / v.file_name();
+    std::error_code ec;
+    if (!fs::exists(dir, ec) || fs::is_empty(dir, ec)) continue;
+    QKV_CHECK(overwrite, ConfigError, "--out ", out.string(), ": ", dir.string(),
+              " already holds a model from an earlier comparison; pass --overwrite to replace "
+              "it, or choose another --out");
+    fs::remove_all(dir, ec);
+    QKV_CHECK(!ec, IoError, "cannot remove ", dir.string(), ": ", ec.message());
+  }
+  std::error_code ec;
+  fs::create_directories(out / "models", ec);
+  QKV_CHECK(!ec, IoError, "--out ", out.string(), ": cannot create the directory: ", ec.message());
+  fs::create_directories(out / "hyps", ec);
+  QKV_CHECK(!ec, IoError, "--out ", out.string(), ": cannot create ", (out / "hyps").string(), ": ",
+            ec.message());
+}
+
+void write_lines(const fs::path& path, const std::vector<std::string>& lines) {
+  std::string text;
+  for (const std::string& l : lines) text += l + "\n";
+  io::write_file_atomically(path, std::as_bytes(std::span(text.data(), text.size())));
+}
+
+struct Run {
+  const cli::ParsedOptions& own;
+  CompareSetup setup;
+  std::vector<Variant> variants;
+  fs::path out;
+};
+
+int run(Run& r) {
+  const cli::ParsedOptions& p = r.own;
+  CompareData data = load_compare_data(r.setup, r.out, p.get<int64_t>("max-sentences"), std::cerr);
+  const experiment::EvalSettings eval{.search = {.beam_size = p.get<int64_t>("beam-size"),
+                                                 .normalize = p.get<double>("normalize"),
+                                                 .mini_batch = p.get<int64_t>("mini-batch")},
+                                      .sample_lines = experiment::pick_samples(
+                                          data.test.sources, size_t(p.get<int64_t>("samples")))};
+  experiment::Comparison comparison{.title = p.get<std::string>("title"),
+                                    .notes = comparison_notes(r.setup, data, eval.search)};
+  // Heatmaps by test sentence, then variant: the report shows a sentence's variants together.
+  std::vector<std::tuple<size_t, size_t, viz::AttentionMap>> samples;
+  const size_t n = r.variants.size();
+  for (size_t i = 0; i < n; ++i) {
+    const Variant& v = r.variants[i];
+    experiment::VariantPlan plan = variant_plan(r.setup, v, data.training.vocab, r.out);
+    plan.label = "[" + std::to_string(i + 1) + "/" + std::to_string(n) + " " + v.name + "]";
+    plan.trainer.log = &std::cerr;
+    std::cerr << plan.label << " training under --after " << r.setup.budget << "\n";
+    experiment::VariantOutcome o =
+        experiment::run_variant(plan, data.training, data.test, eval, &std::cerr);
+    o.result.model_dir = (fs::path("models") / v.file_name()).string();
+    write_lines(r.out / "hyps" / (v.file_name() + ".txt"), o.hypotheses);
+    comparison.variants.push_back(std::move(o.result));
+    for (size_t k = 0; k < o.samples.size(); ++k)
+      samples.emplace_back(o.sample_lines[k], i, std::move(o.samples[k]));
+    std::sort(samples.begin(), samples.end(), [](const auto& a, const auto& b) {
+      return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
+    });
+    std::vector<viz::AttentionMap> maps;
+    for (const auto& s : samples) maps.push_back(std::get<2>(s));
+    // After every variant, so an interrupted comparison keeps what it finished.
+    experiment::write_results(r.out, comparison, maps);
+  }
+  std::cout << experiment::format_table(experiment::summary_table(comparison)) << std::flush;
+  std::cerr << "[compare] wrote " << (r.out / experiment::kCompareCsv).string() << ", "
+            << experiment::kCompareJson << ", " << experiment::kChartSvg << ", "
+            << experiment::kSamplesJson << ", models/, hyps/";
+  if (p.get<bool>("report")) {
+    experiment::write_report(r.out, r.out / experiment::kReportHtml);
+    std::cerr << ", " << experiment::kReportHtml;
+  }
+  std::cerr << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_compare(const std::vector<std::string>& args) {
+  const cli::OptionSet own = compare_options();
+  const SplitArgs split = split_args(own, args);
+  const cli::ParsedOptions p = own.parse(split.own);
+  if (p.help_requested()) {
+    std::cout << help_text(own);
+    return kExitOk;
+  }
+  Run r{.own = p,
+        .setup = compare_setup(split.train, p.get<fs::path>("out"), kDefaultBudget,
+                               p.get_list("test-sets")),
+        .variants = experiment::parse_variants(p.get<std::string>("variants")),
+        .out = p.get<fs::path>("out")};
+  r.setup.command = "qkv compare " + quote_args(args);
+  // Every variant's flags are checked before any work (a vocabulary takes minutes).
+  for (const Variant& v : r.variants) check_variant_flags(r.setup, v, r.out);
+  prepare_model_dirs(r.out, r.variants, p.get<bool>("overwrite"));
+  return run(r);
+}
+
+int compare_main(int argc, const char* const* argv) {
+  return run_guarded("compare", [&] {
+    std::vector<std::string> args;
+    for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+    return run_compare(args);
+  });
+}
+
+}  // namespace qkv::tool
