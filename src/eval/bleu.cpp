@@ -236,8 +236,10 @@ std::string bleu_signature(const BleuOptions& options, int nrefs) {
 std::string BleuScore::format(int width, bool with_signature) const {
   std::string out = with_signature ? "BLEU|" + signature : "BLEU";
   out += " = " + detail::fixed(score, width) + " ";
-  for (size_t n = 0; n < precisions.size(); ++n)
-    out += (n ? "/" : "") + detail::fixed(precisions[n], 1);
+  for (size_t n = 0; n < precisions.size(); ++n) {
+    if (n) out += '/';
+    out += detail::fixed(precisions[n], 1);
+  }
   out += " (BP = " + detail::fixed(bp, 3) + " ratio = " + detail::fixed(ratio, 3) +
          " hyp_len = " + std::to_string(hyp_len) + " ref_len = " + std::to_string(ref_len) + ")";
   return out;

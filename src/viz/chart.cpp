@@ -130,7 +130,8 @@ void series(std::string& out, const BucketChart& chart, const Frame& f, size_t s
              "\" fill=\"" + color + "\">" + tip + "</rect>\n";
     } else {
       x += (static_cast<double>(s) - (static_cast<double>(n) - 1) / 2) * 3;  // whiskers apart
-      path += (pen_down ? "L" : "M") + fixed(x, 1) + " " + fixed(f.y(v), 1);
+      path += pen_down ? 'L' : 'M';
+      path += fixed(x, 1) + " " + fixed(f.y(v), 1);
       pen_down = true;
       points += "<circle class=\"point\" cx=\"" + fixed(x, 1) + "\" cy=\"" + fixed(f.y(v), 1) +
                 "\" r=\"3.5\" fill=\"" + color + "\">" + tip + "</circle>\n";
