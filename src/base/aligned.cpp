@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "qkv/base/error.h"
+#include "qkv/base/memory.h"
 
 namespace qkv {
 
@@ -25,11 +26,12 @@ std::size_t checked_array_bytes(std::size_t count, std::size_t element_size) {
 
 void* aligned_alloc_bytes(std::size_t bytes) {
   if (bytes == 0) return nullptr;
-  const std::size_t physical = physical_memory_bytes();
-  QKV_CHECK(physical == 0 || bytes <= physical, ResourceError, "cannot allocate ",
-            bytes / (1024.0 * 1024.0 * 1024.0), " GiB: the machine has ",
-            physical / (1024.0 * 1024.0 * 1024.0),
-            " GiB of memory (reduce the batch or model size)");
+  // Refused up front rather than left to the OOM killer; memory_limit() is the physical
+  // memory, lowered by a container's cgroup limit or QKV_MEMORY_LIMIT.
+  const MemoryLimit& limit = memory_limit();
+  QKV_CHECK(limit.bytes == 0 || bytes <= limit.bytes, ResourceError, "cannot allocate ",
+            format_bytes(double(bytes)), ": qkv may use ", format_bytes(double(limit.bytes)), " (",
+            limit.source, "; reduce the batch or model size)");
   QKV_CHECK(bytes <= SIZE_MAX - kAlignment, ResourceError, "allocation of ", bytes,
             " bytes is too large");
   const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;

@@ -133,9 +133,15 @@ std::string format_range(const Option& option) {
   const auto& hi = option.max();
   const bool has_lo = lo && std::isfinite(*lo);
   const bool has_hi = hi && std::isfinite(*hi);
-  if (has_lo && has_hi) return concat("[", format_number(*lo), ", ", format_number(*hi), "]");
-  if (has_lo) return ">= " + format_number(*lo);
-  if (has_hi) return "<= " + format_number(*hi);
+  // An integer flag's bounds in digits: "[5, 1000000]" reads better than "[5, 1e+06]".
+  const auto bound = [&](double x) {
+    const bool integral =
+        option.type() == OptionType::Int64 && x == std::floor(x) && std::fabs(x) <= 9.2e18;
+    return integral ? std::to_string(int64_t(x)) : format_number(x);
+  };
+  if (has_lo && has_hi) return concat("[", bound(*lo), ", ", bound(*hi), "]");
+  if (has_lo) return ">= " + bound(*lo);
+  if (has_hi) return "<= " + bound(*hi);
   return {};
 }
 

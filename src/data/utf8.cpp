@@ -67,6 +67,11 @@ std::optional<LineIssue> find_line_issue(std::string_view line) {
       ++i;
       continue;
     }
+    // FF FE / FE FF opening a line is a UTF-16 byte order mark: say how to convert.
+    if (i == 0 && n >= 2 && ((lead == 0xFF && p[1] == 0xFE) || (lead == 0xFE && p[1] == 0xFF)))
+      return utf8_issue(byte,
+                        "a UTF-16 byte order mark: the text is UTF-16; convert it to UTF-8, "
+                        "e.g. with iconv -f UTF-16 -t UTF-8");
     if (is_continuation(lead))
       return utf8_issue(byte, "unexpected continuation byte " + hex_byte(lead));
     if (lead >= 0xF8) return utf8_issue(byte, "byte " + hex_byte(lead) + " never occurs in UTF-8");

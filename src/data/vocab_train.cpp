@@ -33,8 +33,8 @@ namespace sp = sentencepiece;
 class FileSentences : public sp::SentenceIterator {
  public:
   FileSentences(const std::vector<std::filesystem::path>& files, const TextReadOptions& options,
-                VocabTrainReport& report)
-      : files_(files), options_(options), report_(report) {
+                int64_t max_sentence_bytes, VocabTrainReport& report)
+      : files_(files), options_(options), report_(report), max_sentence_bytes_(max_sentence_bytes) {
     advance();
   }
   bool done() const override { return done_; }
@@ -80,6 +80,10 @@ class FileSentences : public sp::SentenceIterator {
       ++report_.skipped_blank;
       return false;
     }
+    if (static_cast<int64_t>(line_.text.size()) > max_sentence_bytes_) {
+      ++report_.skipped_long;
+      return false;
+    }
     value_ = std::move(line_.text);
     ++count_;
     return true;
@@ -88,6 +92,7 @@ class FileSentences : public sp::SentenceIterator {
   const std::vector<std::filesystem::path>& files_;
   TextReadOptions options_;
   VocabTrainReport& report_;
+  int64_t max_sentence_bytes_;
   size_t next_file_ = 0;
   std::optional<TextFileReader> reader_;
   Line line_;
@@ -141,7 +146,8 @@ std::string number(double x) {
 
 std::unordered_map<std::string, std::string> trainer_args(int32_t vocab_size,
                                                           const VocabTrainOptions& o) {
-  const int64_t max_bytes = std::min<int64_t>(o.read.max_line_bytes, int64_t{1} << 30);
+  const int64_t max_bytes =
+      std::min({o.read.max_line_bytes, o.max_sentence_bytes, int64_t{1} << 30});
   return {
       {"model_type", o.model == SubwordModel::Bpe ? "bpe" : "unigram"},
       {"vocab_size", std::to_string(vocab_size)},
@@ -161,6 +167,19 @@ std::unordered_map<std::string, std::string> trainer_args(int32_t vocab_size,
       {"max_sentence_length", std::to_string(max_bytes)},
       {"minloglevel", "1"},  // no INFO chatter on stderr
   };
+}
+
+// " (left out: 2 blank lines, 1 line over 16384 bytes)", or "" when nothing was.
+std::string left_out(const VocabTrainReport& r, const VocabTrainOptions& o) {
+  std::string s;
+  auto part = [&](int64_t n, const std::string& before, const std::string& after) {
+    if (n == 0) return;
+    s += (s.empty() ? " (left out: " : ", ") + std::to_string(n) + before +
+         (n == 1 ? " line" : " lines") + after;
+  };
+  part(r.skipped_blank, " blank", "");
+  part(r.skipped_long, "", " over " + std::to_string(o.max_sentence_bytes) + " bytes");
+  return s.empty() ? s : s + ")";
 }
 
 std::string joined(const std::vector<std::filesystem::path>& files) {
@@ -201,9 +220,11 @@ VocabTrainReport train_vocab(const std::vector<std::filesystem::path>& files, in
             "--character-coverage must be in (0, 1], got ", options.character_coverage);
   QKV_CHECK(options.max_sentences >= 0, ConfigError, "--max-sentences must be >= 0, got ",
             options.max_sentences);
+  QKV_CHECK(options.max_sentence_bytes > 0, ConfigError, "max sentence bytes must be > 0, got ",
+            options.max_sentence_bytes);
 
   VocabTrainReport report;
-  FileSentences stream(files, options.read, report);
+  FileSentences stream(files, options.read, options.max_sentence_bytes, report);
   std::optional<ListSentences> sample;
   if (options.max_sentences > 0)
     sample.emplace(sample_sentences(stream, options.max_sentences, options.seed));
@@ -231,7 +252,7 @@ VocabTrainReport train_vocab(const std::vector<std::filesystem::path>& files, in
             "\"; choose a smaller --vocab-size or give more training text");
   write_atomically(output, model);
   log(LogLevel::Info, "trained a ", vocab_size, "-piece vocabulary on ", report.sentences,
-      " sentences from ", joined(files), " -> ", output.string());
+      " sentences from ", joined(files), " -> ", output.string(), left_out(report, options));
   return report;
 }
 

@@ -6,6 +6,7 @@
 
 #include "detail/rows.h"
 #include "qkv/base/error.h"
+#include "qkv/decode/memory.h"
 
 namespace qkv::decode {
 namespace {
@@ -218,6 +219,7 @@ std::vector<std::vector<Hypothesis>> beam_search(models::Seq2Seq& model, const T
             options.coverage_penalty,
             " needs a model with attention; this one is an rnn without attention");
   if (src_lengths.empty()) return {};
+  check_beam_search_memory(config, options, int64_t(src_lengths.size()), src.dim(1));
   const models::EncoderOutput encoded = model.encode(src, src_lengths);
   std::unique_ptr<models::DecoderState> state = model.initial_state(encoded);
   const auto eos = static_cast<int32_t>(config.eos_id);

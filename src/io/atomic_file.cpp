@@ -6,13 +6,16 @@
 #include "qkv/io/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 #include "detail/syscalls.h"
@@ -164,6 +167,36 @@ void write_file_atomically(const fs::path& path, FunctionRef<void(Writer&)> fill
 
 void write_file_atomically(const fs::path& path, std::span<const std::byte> bytes) {
   write_file_atomically(path, [&](Writer& w) { w.write(bytes); });
+}
+
+int remove_stale_temporaries(const fs::path& target) {
+  const std::string prefix = target.filename().string() + ".tmp.";
+  std::error_code ec;
+  fs::directory_iterator it(directory_of(target), ec), end;
+  int removed = 0;
+  for (; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    // "<pid>.<n>", both decimal, as temporary_path_for makes them.
+    const std::string_view rest = std::string_view(name).substr(prefix.size());
+    const std::size_t dot = rest.find('.');
+    const auto digits = [](std::string_view s) {
+      return !s.empty() && s.size() <= 18 &&
+             std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (dot == std::string_view::npos || !digits(rest.substr(0, dot)) ||
+        !digits(rest.substr(dot + 1)))
+      continue;
+    const long long pid = std::stoll(std::string(rest.substr(0, dot)));
+    // kill(pid, 0) probes without signalling; EPERM means alive but not ours.
+    const bool other_live_process = pid != ::getpid() && pid > 0 &&
+                                    pid <= std::numeric_limits<pid_t>::max() &&
+                                    (::kill(pid_t(pid), 0) == 0 || errno != ESRCH);
+    if (other_live_process) continue;  // it may be saving right now
+    std::error_code remove_ec;
+    if (fs::remove(it->path(), remove_ec)) ++removed;
+  }
+  return removed;
 }
 
 }  // namespace qkv::io

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <thread>
 
 #include "detail/syscalls.h"
 #include "qkv/base/error.h"
@@ -20,6 +21,7 @@ std::atomic<std::int64_t> g_steps{0};     // steps since the last FailNthWrite w
 std::atomic<std::int64_t> g_fail_at{0};   // the step that fails; 0: none
 std::atomic<std::size_t> g_max_write{0};  // cap per write(2); 0: none
 std::atomic<std::uint64_t> g_write_calls{0};
+std::atomic<std::int64_t> g_rename_delay_ms{0};  // pause before each rename; 0: none
 
 // Counts a step and says whether it is the one to fail (errno is then ENOSPC).
 bool inject_failure() {
@@ -65,6 +67,8 @@ int close_step(int fd) {
 }
 
 int rename_step(const char* from, const char* to) {
+  if (const std::int64_t ms = g_rename_delay_ms.load(std::memory_order_relaxed); ms > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   if (inject_failure()) return -1;
   return std::rename(from, to);
 }
@@ -95,6 +99,17 @@ ShortWrites::ShortWrites(std::size_t max_bytes) : previous_max_(g_max_write.load
 }
 ShortWrites::~ShortWrites() {
   g_max_write.store(previous_max_);
+}
+
+// An hour at most: a longer pause is a mistake, not a test.
+DelayBeforeRename::DelayBeforeRename(std::chrono::milliseconds delay)
+    : previous_ms_(g_rename_delay_ms.load()) {
+  QKV_CHECK(delay.count() >= 0 && delay.count() <= 3'600'000, ValueError,
+            "DelayBeforeRename: ", delay.count(), " ms must be in [0, 3600000]");
+  g_rename_delay_ms.store(delay.count());
+}
+DelayBeforeRename::~DelayBeforeRename() {
+  g_rename_delay_ms.store(previous_ms_);
 }
 
 }  // namespace testing

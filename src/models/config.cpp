@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "qkv/base/error.h"
+#include "qkv/models/footprint.h"
 
 namespace qkv::models {
 namespace {
@@ -159,6 +160,11 @@ void validate(const ModelConfig& c) {
   check_positive("heads", c.heads);
   check_positive("dim_ffn", c.dim_ffn);
   check_positive("max_positions", c.max_positions);
+  // The position table (max_positions × dim_emb values) is built with the model: a
+  // config read from a file must not make it arbitrarily large.
+  QKV_CHECK(c.max_positions <= kMaxPositionsLimit, ConfigError,
+            "model config: max_positions = ", c.max_positions, " exceeds ", kMaxPositionsLimit,
+            " (sentences that long cannot be trained or translated)");
   QKV_CHECK(std::isfinite(c.dropout) && c.dropout >= 0.0 && c.dropout < 1.0, ConfigError,
             "model config: dropout = ", c.dropout, " is outside [0, 1)");
   check_id("pad_id", c.pad_id, c.vocab_size);

@@ -78,6 +78,7 @@ LoadedModel load_model(const std::filesystem::path& path, uint64_t seed) {
   const io::SafetensorsFile file = io::load_safetensors(path);
   LoadedModel loaded;
   loaded.info = info_of(file, path);
+  detail::check_config_fits(loaded.info.config, file, path, 1);
   loaded.model = models::make_model(loaded.info.config, seed);
   copy_parameters(*loaded.model, file, path);
   return loaded;

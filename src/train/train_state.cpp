@@ -1,5 +1,7 @@
 // The training state file: Adam's moments per parameter, and the progress counters as
 // metadata.
+#include <algorithm>
+
 #include "detail/metadata.h"
 #include "detail/tensor_match.h"
 #include "qkv/base/error.h"
@@ -119,6 +121,7 @@ RestoredTraining load_train_state(const std::filesystem::path& path,
     QKV_THROW(ConfigError, path.string(),
               ": the model config in the metadata is invalid: ", e.what());
   }
+  detail::check_config_fits(config, file, path, 3);  // parameters and Adam's two moments
   std::unique_ptr<models::Seq2Seq> model = models::make_model(config, progress.model_seed);
   const nn::ParameterStore& store = model->parameters();
 
@@ -138,6 +141,14 @@ RestoredTraining load_train_state(const std::filesystem::path& path,
     }
     std::span<float> arena = i < 2 * n ? adam.first_moment() : adam.second_moment();
     const float* src = tensors[i]->data<float>();
+    if (i >= 2 * n) {  // named here; Adam::check_state below knows only arena offsets
+      const float* negative =
+          std::find_if(src, src + tensors[i]->numel(), [](float v) { return v < 0.0f; });
+      QKV_CHECK(negative == src + tensors[i]->numel(), ValueError, path.string(), ": tensor '",
+                kSecondMoment, p.name, "' holds ", *negative, " at element ", negative - src,
+                ": Adam's second moments are never negative (a corrupt checkpoint; resume from "
+                "an earlier one)");
+    }
     std::copy(src, src + tensors[i]->numel(), arena.begin() + p.offset);
   }
   adam.set_step_count(step);

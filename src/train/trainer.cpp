@@ -10,6 +10,7 @@
 #include "qkv/autograd/functions.h"
 #include "qkv/base/error.h"
 #include "qkv/io/atomic_file.h"
+#include "qkv/train/memory.h"
 
 namespace qkv::train {
 namespace {
@@ -37,6 +38,24 @@ void check_vocab(const models::ModelConfig& c, const data::Vocab& v) {
             "the model's special ids (pad ", c.pad_id, ", bos ", c.bos_id, ", eos ", c.eos_id,
             ") differ from the vocabulary's (", v.pad_id(), ", ", v.bos_id(), ", ", v.eos_id(),
             ")");
+}
+
+// ResourceError naming the flags to reduce when the model and the largest batch of
+// `batches` (every epoch cuts the same shapes) would not fit in memory (memory.h).
+void check_memory_for(const models::ModelConfig& config, const data::BatchIterator& batches,
+                      const data::TokenizedCorpus& corpus, const data::BatchOptions& options) {
+  check_training_memory(config, largest_batch(config, corpus, batches.schedule(0), options));
+}
+
+// A run killed mid-save leaves "<file>.tmp.<pid>.<n>" behind, as large as the file; the
+// next run in the directory removes those whose process is gone.
+void remove_leftover_temporaries(const TrainerOptions& o) {
+  int removed = 0;
+  for (const char* file : {kModelFile, kBestModelFile, kTrainStateFile, kVocabFile})
+    removed += io::remove_stale_temporaries(o.model_dir / file);
+  if (removed > 0 && o.log != nullptr)
+    *o.log << "removed " << removed << " temporary file(s) left in " << o.model_dir.string()
+           << " by an interrupted save\n";
 }
 
 // Takes the special ids from the vocabulary (the batcher and the model must agree).
@@ -95,12 +114,16 @@ Trainer::Trainer(const models::ModelConfig& config, TrainingData data, TrainerOp
   QKV_CHECK(data.train != nullptr, ValueError, "Trainer: no training data");
   check_vocab(config, data.vocab);
   options = with_vocab_ids(std::move(options), data.vocab);
+  // The batches first: with the model they decide the memory training needs, checked
+  // before anything large is allocated.
+  data::BatchIterator batches(data.train, options.batch, options.seed);
+  check_memory_for(config, batches, *data.train, options.batch);
   std::unique_ptr<models::Seq2Seq> model = models::make_model(config, options.seed);
   Adam adam(model->parameters().numel(), options.adam);
   s_ = std::make_unique<State>(std::move(data), std::move(options), std::move(model),
                                std::move(adam));
   State& s = *s_;
-  s.batches.emplace(s.data.train, s.options.batch, s.options.seed);
+  s.batches.emplace(std::move(batches));
   s.progress.model_seed = s.options.seed;
   s.progress.position = s.batches->position();
   s.progress.dropout_offsets = detail::dropout_offsets(*s.model);
@@ -110,6 +133,7 @@ Trainer::Trainer(const models::ModelConfig& config, TrainingData data, TrainerOp
   QKV_CHECK(!ec && std::filesystem::is_directory(s.options.model_dir), IoError,
             "cannot create the model directory ", s.options.model_dir.string(), ": ",
             ec ? ec.message() : "not a directory");
+  remove_leftover_temporaries(s.options);
   const std::string vocab = s.data.vocab.serialized();
   io::write_file_atomically(s.options.model_dir / kVocabFile,
                             std::as_bytes(std::span(vocab.data(), vocab.size())));
@@ -122,6 +146,7 @@ Trainer Trainer::resume(TrainingData data, TrainerOptions options) {
   const std::filesystem::path path = options.model_dir / kTrainStateFile;
   QKV_CHECK(std::filesystem::exists(path), IoError, "cannot resume: ", path.string(),
             " does not exist (no checkpoint was saved in ", options.model_dir.string(), ")");
+  remove_leftover_temporaries(options);
   RestoredTraining restored = load_train_state(path, options.adam);
   check_vocab(restored.model->config(), data.vocab);
   options = with_vocab_ids(std::move(options), data.vocab);
@@ -132,6 +157,7 @@ Trainer Trainer::resume(TrainingData data, TrainerOptions options) {
   s.wall_at_session_start = s.progress.wall_seconds;
   detail::restore_dropout_offsets(*s.model, s.progress.dropout_offsets, path.string());
   s.batches.emplace(s.data.train, s.options.batch, s.progress.position);
+  check_memory_for(s.model->config(), *s.batches, *s.data.train, s.options.batch);
   try {
     s.guard.restore(s.progress.guard_consecutive, s.progress.guard_total);
   } catch (const ValueError& e) {
@@ -165,8 +191,19 @@ void Trainer::save_checkpoint() {
   s.progress.dropout_offsets = detail::dropout_offsets(*s.model);
   s.progress.wall_seconds = s.wall_seconds();
   // The train state first: it alone is what --resume reads, and it is complete on its own.
-  save_train_state(s.options.model_dir / kTrainStateFile, s.progress, *s.model, s.adam);
-  save_model(*s.model, s.options.model_dir / kModelFile, kVocabFile, s.progress.update);
+  // A failed write (a full disk) leaves every file whole, each either the previous save's
+  // or this one's, and train_state.safetensors never older than model.safetensors; the
+  // error says so and what to do, since the run itself cannot continue.
+  try {
+    save_train_state(s.options.model_dir / kTrainStateFile, s.progress, *s.model, s.adam);
+    save_model(*s.model, s.options.model_dir / kModelFile, kVocabFile, s.progress.update);
+  } catch (const IoError& e) {
+    throw IoError(std::string(e.what()) + "; the last checkpoint in " +
+                      s.options.model_dir.string() +
+                      " is intact: free disk space (or fix the cause above), then rerun with "
+                      "--resume to continue from it",
+                  e.where());
+  }
 }
 
 TrainSummary Trainer::run() {

@@ -10,6 +10,7 @@
 #include "qkv/cli/options.h"
 #include "qkv/decode/beam_search.h"
 #include "qkv/decode/force_decode.h"
+#include "qkv/decode/memory.h"
 #include "qkv/io/atomic_file.h"
 
 namespace qkv::tool {
@@ -49,9 +50,14 @@ cli::OptionSet attend_options() {
                   "Transformer: the attention head shown (0-based, avg: their mean, or all).");
   o.add_int("beam-size", 5, "Hypotheses kept per sentence (1: greedy).").alias('b').range(1, 1000);
   o.add_double("normalize", 0.6, "Length normalisation α of the search.").range(0, 10);
+  // A heatmap is for reading: at most 1000 source tokens and 3 × that + 5 target tokens,
+  // about 3·10^6 cells (an SVG of ~170 bytes a cell: 0.5 GB at the extremes, measured
+  // 118 MB and 2.6 s for 591 × 1187 cells; the defaults stay below 21000 cells).
   o.add_double("max-length-factor", 2, "A translation has at most factor × source tokens + 5.")
-      .range(0, 1000);
-  o.add_int("max-length", 1000, "Input lines with more subword tokens are skipped.").range(1, 1e7);
+      .range(0, 3);
+  o.add_int("max-length", 100,
+            "Input lines with more subword tokens are skipped (a warning and an empty line).")
+      .range(1, 1000);
   o.add_int("width", 100, "Terminal columns for the heatmap (0: unlimited).").range(0, 100000);
   o.add_switch("color", "Colour the terminal heatmap (ANSI 256 colours) instead of shading it.");
   o.add_int("threads", 0, "Worker threads (0: QKV_NUM_THREADS or all cores).").range(0, 256);
@@ -120,6 +126,8 @@ void attend_line(const cli::ParsedOptions& p, const Translator& tr,
   search.beam_size = p.get<int64_t>("beam-size");
   search.normalize = p.get<double>("normalize");
   search.max_length_factor = p.get<double>("max-length-factor");
+  decode::check_beam_search_memory(tr.model->config(), search, 1, b.src.dim(1),
+                                   "reduce --beam-size, --max-length-factor or --max-length");
   const decode::Hypothesis h = decode::beam_search(*tr.model, b.src, b.src_lengths, search)[0][0];
   std::cout << tr.vocab.decode(h.tokens) << "\n";
   std::vector<int32_t> src = source;
@@ -141,7 +149,14 @@ void attend_line(const cli::ParsedOptions& p, const Translator& tr,
       io::write_file_atomically(p.get<fs::path>("svg") / (stem + ".svg"),
                                 std::as_bytes(std::span(svg.data(), svg.size())));
     }
-    if (p.has("png")) viz::write_png(p.get<fs::path>("png") / (stem + ".png"), map);
+    if (!p.has("png")) continue;
+    // A long sentence pair can exceed what a PNG holds (viz/heatmap.h: 32768 px a side,
+    // 2^26 pixels): that line gets no PNG and a warning; the other lines still get theirs.
+    try {
+      viz::write_png(p.get<fs::path>("png") / (stem + ".png"), map);
+    } catch (const ResourceError& e) {
+      warn_line("attend", line.number, e.what(), "no PNG written");
+    }
   }
 }
 
@@ -163,7 +178,12 @@ int attend(const cli::ParsedOptions& p) {
       source = tr.vocab.encode(line.text);
       if (source.empty()) problem = "no subword tokens after normalisation";
       if (int64_t(source.size()) > max_tokens)
-        problem = std::to_string(source.size()) + " subword tokens, more than --max-length";
+        problem = std::to_string(source.size()) + " subword tokens, more than the " +
+                  std::to_string(max_tokens) + " attend shows (--max-length" +
+                  (max_tokens < p.get<int64_t>("max-length")
+                       ? ", capped by the model's max_positions " + std::to_string(c.max_positions)
+                       : std::string()) +
+                  ")";
     }
     if (problem) {
       warn_line("attend", line.number, *problem, "skipped");

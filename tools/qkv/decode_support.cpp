@@ -1,8 +1,11 @@
 #include "decode_support.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <numeric>
 
@@ -41,10 +44,22 @@ LineReader::LineReader(std::istream& in, int64_t max_line_bytes)
 
 bool LineReader::fill() {
   if (in_.eof()) return false;
+  errno = 0;
   in_.read(buffer_.data(), std::streamsize(buffer_.size()));
+  const int err = errno;
   QKV_CHECK(!in_.bad(), IoError, "reading the input (stdin) failed");
+  // std::cin reads through C's stdin, which keeps a failed read (EISDIR when stdin is a
+  // directory, EIO) in its error flag; the stream only sees an end of input.
+  QKV_CHECK(&in_ != &std::cin || !std::ferror(stdin), IoError,
+            "reading stdin failed: ", err != 0 ? std::strerror(err) : "read error",
+            "; redirect a text file to it: qkv ... < FILE");
   begin_ = 0;
   end_ = size_t(in_.gcount());
+  // Binary data would come out as one empty line per stray '\n'; name it instead.
+  QKV_CHECK(!first_chunk_ || end_ < 2 || buffer_[0] != '\x1f' || buffer_[1] != '\x8b', IoError,
+            "stdin is gzip-compressed data, not text; decompress it first, e.g. "
+            "zcat FILE.gz | qkv ...");
+  first_chunk_ = false;
   return end_ > 0;
 }
 

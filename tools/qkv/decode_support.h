@@ -40,7 +40,9 @@ Translator load_translator(const std::filesystem::path& path);
 // Reads lines from a stream (stdin) as data::TextFileReader reads files: the line break,
 // a trailing '\r' and a leading BOM are removed; a line over max_line_bytes is consumed
 // but not kept (TooLong); a line with invalid UTF-8 or control characters is Invalid,
-// with the problem described. Never throws for the content; IoError if the stream fails.
+// with the problem described. Never throws for a line's content; IoError if the stream
+// fails (for std::cin also a failed read of C's stdin, e.g. stdin is a directory) or
+// starts with the gzip magic bytes (compressed data has no lines to keep in step with).
 class LineReader {
  public:
   explicit LineReader(std::istream& in, int64_t max_line_bytes = int64_t{1} << 20);
@@ -55,6 +57,7 @@ class LineReader {
   std::vector<char> buffer_;
   size_t begin_ = 0, end_ = 0;
   int64_t number_ = 0;
+  bool first_chunk_ = true;
 };
 
 // Why a line gives an empty output, as a warning names it: "invalid UTF-8 at byte 3

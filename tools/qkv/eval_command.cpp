@@ -65,8 +65,9 @@ std::vector<std::string> merge_repeated_refs(int argc, const char* const* argv) 
 // would pair the wrong sentences), named FILE:LINE.
 std::vector<std::string> read_all_lines(const fs::path& path, std::string_view flag) {
   std::error_code ec;
-  QKV_CHECK(fs::exists(path, ec) && !fs::is_directory(path, ec), IoError, flag, " ", path.string(),
-            ": no such file");
+  QKV_CHECK(fs::exists(path, ec), IoError, flag, " ", path.string(), ": no such file");
+  QKV_CHECK(!fs::is_directory(path, ec), IoError, flag, " ", path.string(),
+            " is a directory; expected a text file with one sentence per line");
   data::TextFileReader reader(
       path, {.invalid = data::InvalidLines::Skip, .max_line_bytes = kMaxLineBytes});
   std::vector<std::string> lines;
@@ -108,6 +109,14 @@ int evaluate(const cli::ParsedOptions& p) {
   QKV_CHECK(!p.has("by-length") || sources.size() == hyps.size(), ValueError, "--by-length ",
             p.get<fs::path>("by-length").string(), " has ", sources.size(),
             " lines, but stdin has ", hyps.size(), " translations");
+  // BLEU has no reference length for such a line (sacreBLEU refuses it too); name it.
+  for (size_t i = 0; i < hyps.size(); ++i) {
+    bool any = false;
+    for (const std::vector<std::string>& r : refs) any = any || !r[i].empty();
+    QKV_CHECK(any, ValueError, "--ref ", p.get_list("ref")[0], ":", i + 1, ": empty reference line",
+              refs.size() > 1 ? " (in every --ref file)" : "",
+              "; every translation needs a reference: give one or drop the line from the test set");
+  }
 
   std::cout << eval::corpus_bleu(hyps, refs).format(2, true) << "\n"
             << eval::corpus_chrf(hyps, refs).format(2, true) << "\n";

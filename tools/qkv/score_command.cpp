@@ -5,9 +5,11 @@
 #include "command.h"
 #include "decode_commands.h"
 #include "decode_support.h"
+#include "qkv/base/memory.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/cli/options.h"
 #include "qkv/decode/force_decode.h"
+#include "qkv/decode/memory.h"
 
 namespace qkv::tool {
 namespace {
@@ -83,11 +85,13 @@ class FilePairs {
   bool next(Pair& pair) {
     data::Line s, t;
     const bool has_s = src_.next(s), has_t = tgt_.next(t);
+    // A reader at its end leaves its Line untouched: its stats hold the line count.
     QKV_CHECK(has_s == has_t, ValueError, "--src ", src_.path().string(), " and --tgt ",
               tgt_.path().string(),
-              " differ in length: ", (has_s ? tgt_.path() : src_.path()).string(),
-              " ends after line ", (has_s ? t.number : s.number), " (",
-              (has_s ? tgt_.stats().lines : src_.stats().lines), " lines)");
+              " differ in length: ", (has_s ? tgt_.path() : src_.path()).string(), " ends after ",
+              (has_s ? tgt_.stats().lines : src_.stats().lines), " lines, ",
+              (has_s ? src_.path() : tgt_.path()).string(),
+              " goes on; give one translation per source line, aligned line by line");
     if (!has_s) return false;
     pair = Pair{s.number, s.text, t.text, std::nullopt};
     if (auto p = line_problem(s, kMaxLineBytes); p && s.status != data::LineStatus::Ok)
@@ -146,6 +150,13 @@ void score_chunk(std::vector<Pair>& pairs, const Translator& tr, const cli::Pars
       targets.push_back(tgt[which.back()]);
     }
     const data::Batch b = source_batch(rows, c);
+    size_t longest = 0;
+    for (const std::vector<int32_t>& t : targets) longest = std::max(longest, t.size());
+    check_memory(decode::force_decode_bytes(c, b.src.dim(0), b.src.dim(1), int64_t(longest) + 1),
+                 "scoring " + std::to_string(rows.size()) + " pairs of up to " +
+                     std::to_string(b.src.dim(1)) + " source and " + std::to_string(longest + 1) +
+                     " target tokens (vocabulary " + std::to_string(c.vocab_size) + ")",
+                 "reduce --mini-batch or --max-length");
     const auto lp = decode::force_decode(*tr.model, b.src, b.src_lengths, targets);
     for (size_t r = 0; r < which.size(); ++r) {
       double sum = 0;
@@ -161,11 +172,18 @@ void score_chunk(std::vector<Pair>& pairs, const Translator& tr, const cli::Pars
 template <class Source>
 void score_all(Source& source, const Translator& tr, const cli::ParsedOptions& p) {
   const auto chunk = size_t(p.get<int64_t>("mini-batch")) * 10;
+  // Also capped in bytes (pairs of up to 1 MiB a side), so a large input is never held
+  // whole.
+  constexpr size_t kMaxChunkBytes = size_t{64} << 20;
   std::vector<Pair> pairs;
   for (bool more = true; more;) {
     pairs.clear();
     Pair pair;
-    while (pairs.size() < chunk && (more = source.next(pair))) pairs.push_back(std::move(pair));
+    size_t bytes = 0;
+    while (pairs.size() < chunk && bytes < kMaxChunkBytes && (more = source.next(pair))) {
+      bytes += pair.source.size() + pair.target.size();
+      pairs.push_back(std::move(pair));
+    }
     if (!pairs.empty()) score_chunk(pairs, tr, p);
   }
 }

@@ -1,13 +1,17 @@
 // qkv train: corpora + flags -> a model directory, new or resumed.
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
+#include <optional>
 
 #include "command.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/data/parallel_corpus.h"
 #include "qkv/io/atomic_file.h"
+#include "qkv/io/fault_injection.h"
 #include "train_flags.h"
 
 namespace qkv::tool {
@@ -22,6 +26,37 @@ std::atomic<bool> g_stop{false};
 extern "C" void request_stop(int signal) {
   g_stop.store(true);
   std::signal(signal, SIG_DFL);
+}
+
+// Test-only hooks armed from the environment by tests/reliability/*.sh; with both
+// variables unset nothing changes. QKV_TEST_SAVE_DELAY_MS=N (0..60000) pauses every
+// atomic save N ms between its complete temporary file and the rename, so the kill test
+// can land SIGKILLs inside a checkpoint write; QKV_TEST_FAIL_NTH_WRITE=N (>= 1) makes the
+// N-th low-level write step of this command (counted from its start: vocab.spm, train.yml,
+// then the checkpoints) fail with ENOSPC, as a full disk would.
+struct TestHooks {
+  std::optional<io::testing::DelayBeforeRename> delay;
+  std::optional<io::testing::FailNthWrite> fail;
+};
+
+std::optional<int64_t> env_int(const char* name, int64_t min, int64_t max) {
+  const char* text = std::getenv(name);
+  if (text == nullptr) return std::nullopt;
+  const std::string_view s(text);
+  int64_t value = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  QKV_CHECK(
+      !s.empty() && ec == std::errc() && end == s.data() + s.size() && value >= min && value <= max,
+      ConfigError, "environment variable ", name, "='", s, "' must be an integer in [", min, ", ",
+      max, "] (a test-only setting; unset it for normal training)");
+  return value;
+}
+
+void arm_test_hooks(TestHooks& hooks) {
+  if (const auto ms = env_int("QKV_TEST_SAVE_DELAY_MS", 0, 60'000))
+    hooks.delay.emplace(std::chrono::milliseconds(*ms));
+  if (const auto n = env_int("QKV_TEST_FAIL_NTH_WRITE", 1, int64_t{1} << 40))
+    hooks.fail.emplace(*n);
 }
 
 std::pair<fs::path, fs::path> pair_of(const cli::ParsedOptions& p, const char* flag) {
@@ -63,6 +98,11 @@ train::TrainingData load_data(const cli::ParsedOptions& p, data::Vocab vocab,
   const auto [src, tgt] = pair_of(p, "train-sets");
   d.train = std::make_shared<data::TokenizedCorpus>(
       data::tokenize(data::read_parallel_corpus(src, tgt, read), d.vocab));
+  // Empty files, or every line skipped: name the files (the batcher could only name
+  // --max-length).
+  QKV_CHECK(d.train->stats.kept > 0, ValueError, "no usable training pair in ", src.string(), " + ",
+            tgt.string(), ": ", d.train->stats.describe(),
+            "; give files with one sentence per line, aligned line by line");
   if (!p.get_list("valid-sets").empty()) {
     const auto [vsrc, vtgt] = pair_of(p, "valid-sets");
     d.valid = train::make_validation_set(data::read_parallel_corpus(vsrc, vtgt, read), d.vocab);
@@ -72,6 +112,8 @@ train::TrainingData load_data(const cli::ParsedOptions& p, data::Vocab vocab,
 }
 
 int train(const cli::ParsedOptions& p) {
+  TestHooks test_hooks;
+  arm_test_hooks(test_hooks);
   if (p.get<int64_t>("threads") > 0) set_num_threads(int(p.get<int64_t>("threads")));
   // Every flag is checked before any work (a vocabulary can take minutes to train).
   train::TrainerOptions options = trainer_options_from(p);
@@ -114,6 +156,7 @@ int train(const cli::ParsedOptions& p) {
     trainer.emplace(model_config_from(p, vocab), std::move(data), options);
   }
   const std::string yaml = p.dump_yaml();
+  io::remove_stale_temporaries(dir / "train.yml");  // left by a run killed while writing it
   io::write_file_atomically(dir / "train.yml", std::as_bytes(std::span(yaml.data(), yaml.size())));
 
   const models::ModelConfig& c = trainer->model().config();

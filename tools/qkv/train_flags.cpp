@@ -5,6 +5,7 @@
 
 #include "qkv/base/error.h"
 #include "qkv/cli/budget.h"
+#include "qkv/train/memory.h"
 
 namespace qkv::tool {
 namespace {
@@ -144,6 +145,9 @@ models::ModelConfig model_config_from(const cli::ParsedOptions& p, int64_t vocab
   // Room for the longest training pair (+ BOS/EOS); longer validation pairs are left out.
   c.max_positions = std::max<int64_t>(1024, p.get<int64_t>("max-length") + 2);
   models::validate(c);
+  // Parameters, gradients and Adam's moments must fit before anything is read or trained
+  // (ResourceError naming the size flags); the batches are checked once they are cut.
+  train::check_training_memory(c);
   return c;
 }
 

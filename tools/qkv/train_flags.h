@@ -12,7 +12,8 @@ namespace qkv::tool {
 cli::OptionSet train_options();
 
 // The model the flags describe, for `vocab` (its size and special ids). ConfigError naming
-// the flag for combinations the models do not support.
+// the flag for combinations the models do not support; ResourceError naming the size
+// flags when its parameters, gradients and Adam moments could not fit in memory.
 models::ModelConfig model_config_from(const cli::ParsedOptions& p, const data::Vocab& vocab);
 // The same for a vocabulary of `vocab_size` with qkv's fixed special ids (pad 0, bos 2,
 // eos 3): checks the model flags before any expensive work.

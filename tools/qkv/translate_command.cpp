@@ -9,6 +9,7 @@
 #include "qkv/base/thread_pool.h"
 #include "qkv/cli/options.h"
 #include "qkv/decode/beam_search.h"
+#include "qkv/decode/memory.h"
 
 namespace qkv::tool {
 namespace {
@@ -16,6 +17,10 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int64_t kMaxLineBytes = int64_t{1} << 20;
+// The read-ahead (--mini-batch × --maxi-batch lines, up to 10^9 of up to 1 MiB each) is
+// also capped in bytes, so a large input is never held whole. Each sentence decodes the
+// same in any batch (beam_search's contract): the cap changes no output.
+constexpr size_t kMaxChunkBytes = size_t{64} << 20;
 
 cli::OptionSet translate_options() {
   cli::OptionSet o;
@@ -179,6 +184,9 @@ void translate_chunk(Job& job, const std::vector<data::Line>& lines) {
       rows.push_back(sources[which.back()]);
     }
     const data::Batch b = source_batch(rows, tr.model->config());
+    decode::check_beam_search_memory(tr.model->config(), job.search, b.src.dim(0), b.src.dim(1),
+                                     "reduce --beam-size, --mini-batch, --max-length-factor or "
+                                     "--max-length");
     auto hyps = decode::beam_search(*tr.model, b.src, b.src_lengths, job.search);
     for (size_t r = 0; r < which.size(); ++r) results[which[r]] = std::move(hyps[r]);
   }
@@ -206,7 +214,11 @@ int translate(const cli::ParsedOptions& p) {
   for (bool more = true; more;) {
     lines.clear();
     data::Line line;
-    while (lines.size() < chunk && (more = reader.next(line))) lines.push_back(std::move(line));
+    size_t bytes = 0;
+    while (lines.size() < chunk && bytes < kMaxChunkBytes && (more = reader.next(line))) {
+      bytes += line.text.size();
+      lines.push_back(std::move(line));
+    }
     if (!lines.empty()) translate_chunk(job, lines);
   }
   const double seconds =

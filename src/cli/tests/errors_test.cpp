@@ -59,6 +59,29 @@ TEST(CliErrors, OutOfRange) {
   EXPECT_TRUE(rejects({"--learn-rate", "-0.1"}, {"--learn-rate -0.1: must be >= 0"}));
 }
 
+// An integer flag's large bounds are written in digits, as a user types them.
+TEST(CliErrors, IntegerRangesAreWrittenInDigits) {
+  OptionSet set;
+  set.add_int("mini-batch-words", 4096, "Token budget.").range(2, 1e9);
+  set.add_int("seed", 1, "Seed.").range(0, 9.0e18);
+  set.add_double("scale", 1, "Scale.").range(0, 1e9);
+  EXPECT_TRUE(throws_with(
+      [&] {
+        set.parse(Args{"--mini-batch-words", "2000000000"});
+      },
+      {"--mini-batch-words 2000000000: must be in [2, 1000000000]"}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        set.parse(Args{"--seed", "-1"});
+      },
+      {"--seed -1: must be in [0, 9000000000000000000]"}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        set.parse(Args{"--scale", "2e9"});
+      },
+      {"--scale 2e9: must be in [0, 1e+09]"}));
+}
+
 TEST(CliErrors, EnumListsTheAllowedValues) {
   EXPECT_TRUE(rejects({"--type", "lstm"}, {"--type lstm: must be one of: transformer, s2s, rnn"}));
   EXPECT_TRUE(rejects({"--type", "Transformer"}, {"must be one of"}));  // case matters

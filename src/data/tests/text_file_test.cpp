@@ -120,6 +120,21 @@ TEST(TextFile, IssueBytePositionIsOneBased) {
   EXPECT_EQ(find_line_issue("\xC3\xA4\xC3\xA4\xED\xA0\x80")->byte, 5);
 }
 
+TEST(TextFile, Utf16TextIsAnErrorThatSaysHowToConvertIt) {
+  const auto dir = test_dir();
+  // "hi\n" in UTF-16LE and UTF-16BE, each with its byte order mark.
+  for (const std::string& bytes :
+       {std::string("\xFF\xFEh\0i\0\n\0", 8), std::string("\xFE\xFF\0h\0i\0\n", 8)}) {
+    const auto path = write_file(dir / "utf16.txt", bytes);
+    EXPECT_TRUE(throws_with<ValueError>(
+        [&] { read_text_file(path); },
+        {path.string() + ":1: invalid UTF-8 at byte 1 (a UTF-16 byte order mark", "iconv"}));
+  }
+  // The same bytes later in a line are no byte order mark.
+  EXPECT_EQ(find_line_issue("a\xFF\xFE")->what,
+            "invalid UTF-8 at byte 2 (byte 0xFF never occurs in UTF-8)");
+}
+
 TEST(TextFile, BomIsStrippedOnlyAtTheStartOfTheFile) {
   const auto dir = test_dir();
   const std::string bom = "\xEF\xBB\xBF";

@@ -202,6 +202,31 @@ TEST(VocabTrain, InvalidLinesFollowThePolicy) {
   EXPECT_EQ(Vocab::load(dir / "m.model").size(), 48);
 }
 
+TEST(VocabTrain, BlankAndOverlongLinesAreLeftOutAndCounted) {
+  const auto dir = test_dir();
+  const std::string text = synthetic(kEnglish, 100, 5);
+  // A 1 MiB repetitive line (within the reader's limit) took SentencePiece minutes.
+  std::string periodic;
+  for (int i = 0; i < (1 << 17); ++i) periodic += "red dog ";
+  const auto hostile = write_file(dir / "hostile.en", " \t\n" + periodic + "\n" + text + "\n");
+  const VocabTrainReport r = train_vocab({hostile}, 48, dir / "hostile.model");
+  EXPECT_EQ(r.sentences, 100);
+  EXPECT_EQ(r.skipped_blank, 2);
+  EXPECT_EQ(r.skipped_long, 1);
+  EXPECT_EQ(r.files.at(0).kept, 103);  // read as valid lines; only the vocabulary leaves them out
+  // The vocabulary is exactly the one of the text without those lines.
+  train_vocab({write_file(dir / "clean.en", text)}, 48, dir / "clean.model");
+  EXPECT_EQ(read_bytes(dir / "hostile.model"), read_bytes(dir / "clean.model"));
+  // The limit is an option.
+  const VocabTrainReport small =
+      train_vocab({hostile}, 48, dir / "small.model", {.max_sentence_bytes = 40});
+  EXPECT_GT(small.skipped_long, 1);
+  EXPECT_EQ(small.sentences + small.skipped_long + small.skipped_blank, 103);
+  EXPECT_TRUE(throws_with<ConfigError>(
+      [&] { train_vocab({hostile}, 48, dir / "m.model", {.max_sentence_bytes = 0}); },
+      {"max sentence bytes"}));
+}
+
 TEST(VocabTrain, NoUsableSentenceIsAConfigError) {
   const auto dir = test_dir();
   const auto blank = write_file(dir / "blank.txt", "\n  \n");

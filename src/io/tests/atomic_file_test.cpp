@@ -5,6 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <thread>
 
@@ -209,6 +212,59 @@ TEST(AtomicFile, TargetThatIsADirectoryRaisesIoError) {
   EXPECT_TRUE(throws_with<IoError>([&] { write_file_atomically(dir / "d", to_bytes("x")); },
                                    {"renaming temporary file", (dir / "d").string()}));
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"d"});
+}
+
+// The kill test's window: while the pause lasts the complete temporary file sits next to
+// the untouched previous target; afterwards the content is as without the pause.
+TEST(AtomicFile, DelayBeforeRenameHoldsTheTemporaryFileAndChangesNothing) {
+  ScratchDir dir;
+  test::write_plain(dir / "f", "previous");
+  const std::string content = pattern(3000, 8);
+  testing::DelayBeforeRename delay(std::chrono::milliseconds(300));
+  std::atomic<bool> done{false};
+  std::thread saver([&] {
+    write_file_atomically(dir / "f", to_bytes(content));
+    done.store(true);
+  });
+  bool seen_window = false;
+  while (!done.load() && !seen_window) {
+    const std::vector<std::string> entries = dir.entries();
+    std::error_code renamed_meanwhile;
+    if (entries.size() == 2 && entries[1].rfind("f.tmp.", 0) == 0 &&
+        std::filesystem::file_size(dir / entries[1], renamed_meanwhile) == content.size() &&
+        !renamed_meanwhile) {
+      seen_window = true;
+      EXPECT_EQ(slurp(dir / "f"), "previous");
+    }
+  }
+  saver.join();
+  EXPECT_TRUE(seen_window) << "the complete temporary file was never seen before the rename";
+  EXPECT_EQ(slurp(dir / "f"), content);
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"f"});
+}
+
+TEST(AtomicFile, DelayBeforeRenameRejectsOutOfRangeDelays) {
+  EXPECT_THROW(testing::DelayBeforeRename(std::chrono::milliseconds(-1)), ValueError);
+  EXPECT_THROW(testing::DelayBeforeRename(std::chrono::hours(2)), ValueError);
+}
+
+// What a process killed mid-save leaves is removed by the next run, and nothing else: not
+// the temporary file of a live process (it may be saving now), not other names.
+TEST(AtomicFile, RemoveStaleTemporariesRemovesOnlyThoseOfGoneProcesses) {
+  ScratchDir dir;
+  const std::string gone = "2147483646";  // above any pid_max: no such process
+  const std::string self = std::to_string(::getpid()), parent = std::to_string(::getppid());
+  const std::vector<std::string> kept = {
+      "f",      "f.tmp." + parent + ".1", "f.tmp.x.1", "f.tmp.12", "f.tmp.12.",
+      "f.tmpx", "g.tmp." + gone + ".0"};
+  for (const std::string& name : kept) test::write_plain(dir / name, "x");
+  test::write_plain(dir / ("f.tmp." + gone + ".0"), "stale");
+  test::write_plain(dir / ("f.tmp." + self + ".3"), "stale");  // an earlier process, same pid
+  EXPECT_EQ(remove_stale_temporaries(dir / "f"), 2);
+  std::vector<std::string> expected = kept;
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(dir.entries(), expected);
+  EXPECT_EQ(remove_stale_temporaries(dir / "no_such_dir" / "f"), 0);
 }
 
 TEST(AtomicFile, ConcurrentSavesToOnePathLeaveOneCompleteVersion) {

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "qkv/base/error.h"
+#include "qkv/models/footprint.h"
 #include "qkv/train/clip.h"
 
 namespace qkv::train::detail {
@@ -24,6 +25,22 @@ void check_finite(const Tensor& t, const std::string& what) {
   QKV_THROW(ValueError, what, " ", describe(c), " holds ", value, " at element ", bad,
             ": non-finite values are never saved or loaded (the model diverged; resume from "
             "an earlier checkpoint with a lower --learn-rate)");
+}
+
+void check_config_fits(const models::ModelConfig& config, const io::SafetensorsFile& file,
+                       const std::filesystem::path& path, int copies) {
+  double stored = 0;
+  for (const auto& [name, tensor] : file.tensors) stored += double(tensor.numel());
+  const double parameters = models::footprint(config).parameters;
+  const auto count = [](double x) {
+    return x < 9e18 ? std::to_string(int64_t(x)) : std::string("more than 9e18");
+  };
+  QKV_CHECK(parameters * copies <= 2 * stored, IoError, path.string(),
+            ": the model config in the metadata ('config') describes ", count(parameters),
+            " parameters", copies > 1 ? " (" + std::to_string(copies) + " values each)" : "",
+            ", but the file stores only ", count(stored),
+            " values: the config does not belong to these tensors (was the metadata edited?); "
+            "the model is not built");
 }
 
 std::vector<const Tensor*> match_tensors(const io::SafetensorsFile& file,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "qkv/io/safetensors.h"
+#include "qkv/models/config.h"
 
 namespace qkv::train::detail {
 
@@ -22,6 +23,16 @@ struct ExpectedTensor {
 std::vector<const Tensor*> match_tensors(const io::SafetensorsFile& file,
                                          const std::vector<ExpectedTensor>& expected,
                                          const std::filesystem::path& path);
+
+// IoError naming `path` and the metadata key 'config' when the model `config` describes
+// needs more than twice the values the file stores (`copies` per parameter: 1 in a model
+// file, 3 in a training state with Adam's moments). Run before the model is built, so a
+// file cannot make qkv allocate far more than its own size: its tensors cover exactly
+// its data section, and the model built is at most about twice that (plus the position
+// table, which models::validate bounds). Twice, not once: a tensor missing from a file
+// is then still reported by match_tensors by name.
+void check_config_fits(const models::ModelConfig& config, const io::SafetensorsFile& file,
+                       const std::filesystem::path& path, int copies);
 
 // ValueError naming `what` (e.g. "parameter encoder.x") and the element when `t` (F32 or
 // F64) holds a NaN/Inf.

@@ -5,11 +5,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "alignment.h"
+#include "qkv/base/error.h"
 
 namespace qkv::tool {
 namespace {
@@ -69,6 +72,46 @@ TEST(LineReader, LinesLongerThanItsBuffer) {
   EXPECT_EQ(lines[0].text, big);
   EXPECT_EQ(lines[1].status, data::LineStatus::TooLong);
   EXPECT_EQ(lines[2].text, "z");
+}
+
+TEST(LineReader, GzipDataIsAnErrorNotLinesOfGarbage) {
+  const std::string gz("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03+\xc9\n", 13);
+  EXPECT_THROW(
+      {
+        try {
+          read_lines(gz);
+        } catch (const IoError& e) {
+          EXPECT_NE(std::string(e.what()).find("gzip-compressed"), std::string::npos) << e.what();
+          EXPECT_NE(std::string(e.what()).find("zcat"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      IoError);
+  // The magic bytes only count at the start of the input.
+  EXPECT_EQ(read_lines("a\n\x1f\x8b\n")[1].status, data::LineStatus::Invalid);
+}
+
+// stdin redirected from a directory: every read fails with EISDIR, which std::cin alone
+// would take for an empty input.
+TEST(LineReader, UnreadableStdinIsAnErrorNotAnEmptyInput) {
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("qkv_stdin_dir." + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  ASSERT_NE(std::freopen(dir.c_str(), "r", stdin), nullptr);
+  std::cin.clear();
+  data::Line line;
+  LineReader reader(std::cin);
+  try {
+    reader.next(line);
+    ADD_FAILURE() << "no error reading a directory as stdin";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("reading stdin failed: Is a directory"), std::string::npos)
+        << e.what();
+  }
+  ASSERT_NE(std::freopen("/dev/null", "r", stdin), nullptr);
+  std::cin.clear();
+  EXPECT_FALSE(LineReader(std::cin).next(line));  // an empty stdin is fine
+  fs::remove_all(dir);
 }
 
 TEST(Fixed, FormatsWithoutLocale) {

@@ -10,7 +10,8 @@ namespace qkv {
 inline constexpr std::size_t kAlignment = 64;
 
 // Allocates `bytes` (rounded up to kAlignment). Throws ResourceError, naming the size,
-// when the request exceeds the machine's physical memory or the allocation fails,
+// when the request exceeds memory_limit() (qkv/base/memory.h: physical memory, a cgroup
+// limit or QKV_MEMORY_LIMIT) or the allocation fails,
 // instead of letting the process be killed later. bytes == 0 returns nullptr.
 void* aligned_alloc_bytes(std::size_t bytes);
 void aligned_free(void* p) noexcept;

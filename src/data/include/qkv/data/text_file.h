@@ -53,8 +53,9 @@ struct LineIssue {
 
 // The first problem in `line` (bytes without the line break), or nullopt when it is
 // valid UTF-8 without control characters other than tab. Control characters are C0
-// (U+0000..U+001F except tab), DEL (U+007F) and C1 (U+0080..U+009F). Exposed so text
-// read from elsewhere (stdin) follows the same rules.
+// (U+0000..U+001F except tab), DEL (U+007F) and C1 (U+0080..U+009F). A line opening with
+// a UTF-16 byte order mark (FF FE or FE FF) is named as such, with how to convert it.
+// Exposed so text read from elsewhere (stdin) follows the same rules.
 std::optional<LineIssue> find_line_issue(std::string_view line);
 
 // Counts for one file. lines == kept + invalid + too_long.

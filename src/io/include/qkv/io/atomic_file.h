@@ -60,6 +60,13 @@ class Writer {
 void write_file_atomically(const std::filesystem::path& path, FunctionRef<void(Writer&)> fill);
 void write_file_atomically(const std::filesystem::path& path, std::span<const std::byte> bytes);
 
+// Removes the temporary files of write_file_atomically(`target`) that a killed process
+// left behind ("<target>.tmp.<pid>.<n>" whose process no longer exists, or is this one:
+// call it only while this process is not saving `target`). A process killed mid-save
+// cannot clean up, and each leftover is as large as the file. Returns how many were
+// removed; one that cannot be removed is skipped (it costs space, nothing else).
+int remove_stale_temporaries(const std::filesystem::path& target);
+
 // The whole content of the regular file at `path`. Throws IoError naming `path` when it
 // is missing, unreadable, a directory, or larger than `max_bytes` (checked before
 // anything is allocated, and again while reading in case the file grows).

@@ -4,6 +4,7 @@
 // a save may run on any thread); use one guard of each kind at a time, from tests only.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 
@@ -41,6 +42,22 @@ class ShortWrites {
 
  private:
   std::size_t previous_max_;
+};
+
+// While alive, every write_file_atomically sleeps `delay` once its temporary file is
+// complete (written, fsync'ed, closed) and before renaming it over the target. Test-only:
+// it widens the window in which a kill leaves the finished temporary file next to the
+// previous target, so a kill test can land kills inside a save (`qkv train` arms it from
+// QKV_TEST_SAVE_DELAY_MS for tests/reliability/kill_test.sh). Changes no file content.
+class DelayBeforeRename {
+ public:
+  explicit DelayBeforeRename(std::chrono::milliseconds delay);
+  ~DelayBeforeRename();
+  DelayBeforeRename(const DelayBeforeRename&) = delete;
+  DelayBeforeRename& operator=(const DelayBeforeRename&) = delete;
+
+ private:
+  std::int64_t previous_ms_;
 };
 
 }  // namespace qkv::io::testing

@@ -21,9 +21,14 @@
 // or extra, a dtype or shape that differs, a non-finite value, broken config JSON. Errors
 // name the file and the tensor or key:
 //   IoError      unreadable or malformed file (truncated, bad header, ...), a tensor
-//                missing or extra, a dtype or shape that differs from the config's model;
-//   ConfigError  the config JSON is malformed, or belongs to another model;
-//   ValueError   a non-finite value (NaN/Inf) in a parameter or optimizer moment.
+//                missing or extra, a dtype or shape that differs from the config's model,
+//                a config describing a model over twice the size of the file's tensors
+//                (refused before that model is built: a file cannot make qkv allocate far
+//                more than its own size);
+//   ConfigError  the config JSON is malformed or out of range (e.g. max_positions above
+//                models::kMaxPositionsLimit), or belongs to another model;
+//   ValueError   a non-finite value (NaN/Inf) in a parameter or optimizer moment, a
+//                negative second moment.
 #pragma once
 
 #include <cstdint>

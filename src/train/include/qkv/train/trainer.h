@@ -130,12 +130,14 @@ class Trainer {
   // A new run: a model of `config` initialised from options.seed. Creates
   // options.model_dir and writes vocab.spm into it. ConfigError when config.vocab_size
   // or its special ids differ from the vocabulary's, or an option is out of range
-  // (naming the flag).
+  // (naming the flag); ResourceError naming the flags to reduce when the model and the
+  // largest batch would not fit in memory (memory.h), checked before the model is built.
   Trainer(const models::ModelConfig& config, TrainingData data, TrainerOptions options);
 
   // Continues the run whose train_state.safetensors is in options.model_dir. `data` must
   // be the same training data (ConfigError otherwise: the batch position's fingerprint
-  // differs) and data.vocab the one in the directory (ConfigError otherwise).
+  // differs) and data.vocab the one in the directory (ConfigError otherwise). The memory
+  // check of the constructor applies too (the state file bounds the model's own size).
   static Trainer resume(TrainingData data, TrainerOptions options);
 
   Trainer(Trainer&&) noexcept;
