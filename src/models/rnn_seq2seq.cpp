@@ -133,12 +133,26 @@ StepOutput RnnSeq2Seq::step(const Tensor& prev_ids, DecoderState& state, bool wa
 
 Variable RnnSeq2Seq::forward_train(const Tensor& src, std::span<const int64_t> src_lengths,
                                    const Tensor& tgt_in, std::span<const int64_t> tgt_lengths) {
+  EncoderTaps unused;
+  return forward_train_tapped(src, src_lengths, tgt_in, tgt_lengths, unused);
+}
+
+Variable RnnSeq2Seq::forward_train_tapped(const Tensor& src, std::span<const int64_t> src_lengths,
+                                          const Tensor& tgt_in,
+                                          std::span<const int64_t> tgt_lengths, EncoderTaps& taps) {
   detail::check_sequences("src", src, src_lengths);
   detail::check_sequences("tgt_in", tgt_in, tgt_lengths);
   QKV_CHECK(src.dim(0) == tgt_in.dim(0), ShapeError, "forward_train: src ", describe(src),
             " and tgt_in ", describe(tgt_in), " differ in batch size");
   const detail::RnnEncoded e = layers_->encode(src, src_lengths);
-  const detail::RnnDecoderVars initial = layers_->bridge(e.final_states);
+  // The bridge reads its own handle of each final state: in an unpadded row the forward
+  // final state IS the output Variable at the last token, so its grad() would also hold
+  // the attention's share of memory's gradient. A reshape (a view) separates the two.
+  std::vector<Variable> finals;
+  for (const Variable& f : e.final_states)
+    finals.push_back(autograd::reshape(f, f.value().shape()));
+  taps = {e.input, e.memory, finals};
+  const detail::RnnDecoderVars initial = layers_->bridge(finals);
   const detail::RnnMemory memory = layers_->prepare_memory(e.memory, src_lengths);
   return layers_->logits(layers_->decode_sequence(tgt_in, tgt_lengths, initial, memory));
 }

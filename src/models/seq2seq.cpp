@@ -1,9 +1,18 @@
 #include "qkv/models/seq2seq.h"
 
+#include "qkv/base/error.h"
 #include "qkv/models/rnn_seq2seq.h"
 #include "qkv/models/transformer.h"
 
 namespace qkv::models {
+
+autograd::Variable Seq2Seq::forward_train_tapped(const Tensor&, std::span<const int64_t>,
+                                                 const Tensor&, std::span<const int64_t>,
+                                                 EncoderTaps&) {
+  QKV_THROW(ValueError,
+            "forward_train_tapped: this model does not expose its encoder (only "
+            "RnnSeq2Seq and Transformer do)");
+}
 
 std::unique_ptr<Seq2Seq> make_model(const ModelConfig& config, uint64_t seed, DType dtype) {
   validate(config);

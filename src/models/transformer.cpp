@@ -30,10 +30,13 @@ class TransformerLayers {
                             c.dim_ffn);
   }
 
-  // src [B, Ts] -> memory [B, Ts, E] (after the final LayerNorm).
-  Variable encode(const Tensor& src, std::span<const int64_t> lengths) {
+  // src [B, Ts] -> memory [B, Ts, E] (after the final LayerNorm). input (optional)
+  // receives the encoder's input [B, Ts, E] before dropout (EncoderTaps::input).
+  Variable encode(const Tensor& src, std::span<const int64_t> lengths, Variable* input = nullptr) {
     check_length("src", src.dim(1));
-    Variable x = encoder_dropout_.forward(positions_.forward(tables_.source(src)));
+    const Variable embedded = positions_.forward(tables_.source(src));
+    if (input != nullptr) *input = embedded;
+    Variable x = encoder_dropout_.forward(embedded);
     for (EncoderLayer& layer : encoder_) x = layer.forward(x, lengths, encoder_dropout_);
     return encoder_norm_.forward(x);
   }
@@ -180,11 +183,22 @@ autograd::Variable Transformer::forward_train(const Tensor& src,
                                               std::span<const int64_t> src_lengths,
                                               const Tensor& tgt_in,
                                               std::span<const int64_t> tgt_lengths) {
+  EncoderTaps unused;
+  return forward_train_tapped(src, src_lengths, tgt_in, tgt_lengths, unused);
+}
+
+autograd::Variable Transformer::forward_train_tapped(const Tensor& src,
+                                                     std::span<const int64_t> src_lengths,
+                                                     const Tensor& tgt_in,
+                                                     std::span<const int64_t> tgt_lengths,
+                                                     EncoderTaps& taps) {
   detail::check_sequences("src", src, src_lengths);
   detail::check_sequences("tgt_in", tgt_in, tgt_lengths);
   QKV_CHECK(src.dim(0) == tgt_in.dim(0), ShapeError, "forward_train: src ", describe(src),
             " and tgt_in ", describe(tgt_in), " differ in batch size");
-  const autograd::Variable memory = layers_->encode(src, src_lengths);
+  autograd::Variable input;
+  const autograd::Variable memory = layers_->encode(src, src_lengths, &input);
+  taps = {input, memory, {}};
   return layers_->decode(tgt_in, memory, src_lengths);
 }
 

@@ -8,6 +8,7 @@
 //   qkv compare --train-sets SRC TGT --test-sets SRC REF [--variants LIST] [train flags]
 //   qkv report --compare DIR [-o FILE]
 //   qkv demo [--minutes 15] [--out DIR]
+//   qkv gradflow --model DIR... --src SRC --ref REF [--csv FILE] [--svg FILE]
 #include <iostream>
 #include <string_view>
 
@@ -33,6 +34,7 @@ constexpr const char* kUsage =
     "  compare train several systems under one budget and compare them in one table\n"
     "  report  the HTML report of a comparison (table, chart, attention heatmaps)\n"
     "  demo    the main job: three systems on Multi30k En-De in 15 minutes, with a report\n"
+    "  gradflow  the loss gradient's norm at each source position (does it reach early words?)\n"
     "\n"
     "`qkv <command> --help` lists a command's flags with their defaults.\n";
 
@@ -62,8 +64,9 @@ int main(int argc, char** argv) {
   if (command == "compare") return compare_main(argc - 1, argv + 1);
   if (command == "report") return report_main(argc - 1, argv + 1);
   if (command == "demo") return demo_main(argc - 1, argv + 1);
+  if (command == "gradflow") return gradflow_main(argc - 1, argv + 1);
   std::cerr << "qkv: error: unknown command '" << command
-            << "'; the commands are vocab, train, translate, score, eval, attend, compare, report "
-               "and demo (see qkv --help)\n";
+            << "'; the commands are vocab, train, translate, score, eval, attend, compare, report, "
+               "demo and gradflow (see qkv --help)\n";
   return kExitUsage;
 }

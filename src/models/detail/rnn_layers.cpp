@@ -110,10 +110,10 @@ bool RnnLayers::luong() const noexcept {
 }
 
 RnnEncoded RnnLayers::encode(const Tensor& src, std::span<const int64_t> lengths) {
-  const Variable x = source_dropout_.forward(tables_.source(src));  // [B, Ts, E]
-  const nn::RecurrentOutput out = encoder_.forward(x, lengths);
+  const Variable embedded = tables_.source(src);  // [B, Ts, E]
+  const nn::RecurrentOutput out = encoder_.forward(source_dropout_.forward(embedded), lengths);
   const auto top = size_t(2 * (config_.enc_depth - 1));  // the top layer's forward cell
-  RnnEncoded e{out.outputs, {out.final_state.h[top], out.final_state.h[top + 1]}};
+  RnnEncoded e{out.outputs, {out.final_state.h[top], out.final_state.h[top + 1]}, embedded};
   if (config_.cell == CellType::Lstm) {
     e.final_states.push_back(out.final_state.c[top]);
     e.final_states.push_back(out.final_state.c[top + 1]);

@@ -44,6 +44,7 @@ struct RnnStepResult {
 struct RnnEncoded {
   Variable memory;                     // [B, Ts, 2H]
   std::vector<Variable> final_states;  // h fwd, h bwd (, c fwd, c bwd), [B, H] each
+  Variable input;                      // [B, Ts, E] the source embeddings, before dropout
 };
 
 class RnnLayers {

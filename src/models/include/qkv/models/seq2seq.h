@@ -35,6 +35,26 @@ struct EncoderOutput {
   std::vector<Tensor> final_states;
 };
 
+// The source side of one forward_train pass, as Variables on the tape, so that after a
+// backward their grad() says how much the loss depends on each source position (`qkv
+// gradflow`: does the gradient reach the early words?). Intermediate Variables keep
+// their gradients (autograd/variable.h); a grad() still undefined after the backward
+// means the loss does not depend on that Variable (zero).
+struct EncoderTaps {
+  // [B, Ts, E]: what the encoder reads at each position, before dropout. rnn: the source
+  // embeddings; transformer: the embeddings scaled by sqrt(E) plus the positions.
+  autograd::Variable input;
+  // [B, Ts, D]: the encoder's outputs (EncoderOutput::memory) as the attention reads them.
+  // The rnn without attention never reads them: its grad stays undefined.
+  autograd::Variable memory;
+  // rnn: the top layer's final states (EncoderOutput::final_states: h forward = the
+  // forward half of memory at each row's last token, h backward = the backward half at
+  // its first token; LSTM: then c forward, c backward) as the decoder's initial-state
+  // bridge reads them: its own handles, so their grad() is the bridge's share alone (the
+  // attention's share at those positions is in memory's). Empty for the transformer.
+  std::vector<autograd::Variable> final_states;
+};
+
 // Everything the decoder carries from one step to the next (recurrent states, key/value
 // caches, the source rows it attends to), one row per hypothesis.
 class DecoderState {
@@ -89,6 +109,15 @@ class Seq2Seq {
   virtual autograd::Variable forward_train(const Tensor& src, std::span<const int64_t> src_lengths,
                                            const Tensor& tgt_in,
                                            std::span<const int64_t> tgt_lengths) = 0;
+
+  // forward_train that also hands out the encoder's Variables (see EncoderTaps); the
+  // same logits, the same tape. The default (models without taps, e.g. test doubles)
+  // throws ValueError.
+  virtual autograd::Variable forward_train_tapped(const Tensor& src,
+                                                  std::span<const int64_t> src_lengths,
+                                                  const Tensor& tgt_in,
+                                                  std::span<const int64_t> tgt_lengths,
+                                                  EncoderTaps& taps);
 
   // Dropout on (training) or off (evaluation, decoding). Models start in training mode.
   virtual void set_training(bool training) = 0;

@@ -36,6 +36,10 @@ class Transformer final : public Seq2Seq {
   autograd::Variable forward_train(const Tensor& src, std::span<const int64_t> src_lengths,
                                    const Tensor& tgt_in,
                                    std::span<const int64_t> tgt_lengths) override;
+  autograd::Variable forward_train_tapped(const Tensor& src, std::span<const int64_t> src_lengths,
+                                          const Tensor& tgt_in,
+                                          std::span<const int64_t> tgt_lengths,
+                                          EncoderTaps& taps) override;
 
   void set_training(bool training) override;
   bool training() const noexcept override { return training_; }
