@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev          # unit tests
   libbenchmark-dev                   # bench/
   clang-format                       # style check (a test)
+  clang-14 libclang-rt-14-dev        # libFuzzer targets in fuzz/ (fuzz preset)
   python3                            # bench/run_kernels.sh prints its table with it
   libsentencepiece-dev               # subword vocabularies (qkv vocab / train)
   zlib1g-dev                         # .gz corpora

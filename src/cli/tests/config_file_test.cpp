@@ -101,6 +101,29 @@ TEST_F(CliConfig, SyntaxErrorNamesFileAndLine) {
   EXPECT_TRUE(rejects("dim-emb: 1\nbeam-size: 2\n- x\n", {":3:1: YAML syntax error"}));
 }
 
+TEST_F(CliConfig, BytesThatAreNotTextNameLineAndColumn) {
+  // Found by fuzz/fuzz_config: yaml-cpp read these files, but dump_yaml() wrote the
+  // values back differently (invalid UTF-8 as U+FFFD; a raw NUL in a plain scalar came
+  // out of yaml-cpp as a lone 0xA0 byte; lone carriage returns were trimmed on the next
+  // read).
+  EXPECT_TRUE(rejects("dim-emb: 1\nname: 'a\xE0N'\n", {":2:9: not valid UTF-8 (byte 0xE0)"}));
+  EXPECT_TRUE(rejects("name: \xED\xA0\x80\n", {":1:7: not valid UTF-8 (byte 0xED)"}));  // surrogate
+  EXPECT_TRUE(rejects("name: \xC0\xAF\n", {":1:7: not valid UTF-8 (byte 0xC0)"}));      // overlong
+  EXPECT_TRUE(rejects("name: x\xF0\x9F\x98", {":1:8: not valid UTF-8 (byte 0xF0)"}));   // cut short
+  EXPECT_TRUE(rejects(std::string("name: a_\0_b\n", 12), {":1:9: control character U+0000"}));
+  EXPECT_TRUE(rejects("name: a\x1B[0m\n", {":1:8: control character U+001B", "escapes"}));
+  EXPECT_TRUE(rejects("dim-emb: 1\r\nname: r/\r\rd\r", {":2:9: control character U+000D"}));
+  EXPECT_TRUE(rejects("name: x\r", {":1:8: control character U+000D"}));
+  // Text is fine (DEL and C1 too: yaml-cpp reads and writes them faithfully), and so are
+  // escapes of control characters.
+  EXPECT_EQ(parse("name: a\x7F\xC2\x9B\n").get<std::string>("name"), "a\x7F\xC2\x9B");
+  EXPECT_EQ(parse("name: \"Hund \xC3\xA4 \xF0\x9F\x90\x95\"\r\n").get<std::string>("name"),
+            "Hund \xC3\xA4 \xF0\x9F\x90\x95");
+  const ParsedOptions p = parse("name: \"a\\x00b\\x7F\"\n");
+  EXPECT_EQ(p.get<std::string>("name"), std::string("a\0b\x7F", 4));
+  EXPECT_EQ(parse(p.dump_yaml()).get<std::string>("name"), std::string("a\0b\x7F", 4));
+}
+
 TEST_F(CliConfig, UnknownKeyNamesKeyFileAndLine) {
   EXPECT_TRUE(rejects("beam-size: 4\ndim-embd: 256\n",
                       {":2: unknown key 'dim-embd'; did you mean 'dim-emb'?"}));

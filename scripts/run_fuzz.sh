@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (the fuzz preset: clang 14, ASan + UBSan) and runs each
+# for SECONDS (default 60), starting from the committed seeds in fuzz/corpus/<target>/.
+# Prints executions and findings per target; exits non-zero if any target found a crash,
+# a sanitizer report, an uncaught non-qkv exception, a leak, a timeout or an OOM.
+#   scripts/run_fuzz.sh [SECONDS]
+# Inputs found to add coverage go to build/fuzz/work/<target>/ (not committed); findings
+# to build/fuzz/findings/<target>/ (crash-*, timeout-*, oom-*, leak-*), each replayable
+# with build/fuzz/fuzz/<target> FILE.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+[[ $seconds =~ ^[0-9]+$ && $seconds -ge 1 ]] || { echo "usage: $0 [SECONDS >= 1]" >&2; exit 2; }
+
+# target:max_len:dictionary. Model and training-state seeds are whole (tiny) models of up
+# to 20 KB; a longer input only slows the search without reaching new code.
+targets=(fuzz_safetensors:4096:safetensors fuzz_model_file:16384:safetensors
+         fuzz_train_state:32768:safetensors fuzz_corpus:4096: fuzz_bleu:4096:
+         fuzz_config:2048:config)
+
+start=$(date +%s)
+cmake --preset fuzz >/dev/null
+cmake --build build/fuzz -j2 --target "${targets[@]%%:*}"
+echo "fuzz build: $(( $(date +%s) - start )) s"
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+failed=0
+total=0
+printf '%-18s %12s %10s %8s  %s\n' target executions exec/s corpus result
+for entry in "${targets[@]}"; do
+  IFS=: read -r target max_len dict <<<"$entry"
+  dict_flag=()
+  [[ -n $dict ]] && dict_flag=(-dict="fuzz/dict/$dict.dict")
+  work=build/fuzz/work/$target
+  findings=build/fuzz/findings/$target
+  log=build/fuzz/logs/$target.log
+  mkdir -p "$work" "$findings" "$(dirname "$log")"
+  rc=0
+  # -rss_limit_mb also caps single allocations (malloc_limit_mb defaults to it): a
+  # loader asked to allocate more than 2 GB by a small file is a finding.
+  "build/fuzz/fuzz/$target" -max_total_time="$seconds" -max_len="$max_len" \
+    -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 "${dict_flag[@]}" \
+    -artifact_prefix="$findings/" "$work" "fuzz/corpus/$target" >"$log" 2>&1 || rc=$?
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  corpus=$(find "$work" -type f | wc -l)
+  result=ok
+  if [[ $rc -ne 0 ]]; then
+    result="FINDING (exit $rc): $(ls -t "$findings" | head -1)"
+    failed=$((failed + 1))
+  fi
+  total=$((total + ${execs:-0}))
+  printf '%-18s %12s %10s %8s  %s\n' "$target" "${execs:-?}" "${speed:-?}" "$corpus" "$result"
+  if [[ $rc -ne 0 ]]; then
+    grep -E 'ERROR|SUMMARY|runtime error|terminate|invariant|Exception|what\(\)' "$log" | head -20 | sed 's/^/    /'
+    echo "    full log: $log"
+  fi
+done
+echo "fuzzing: $total executions in total, $failed target(s) with findings," \
+     "$(( $(date +%s) - start )) s including the build"
+[[ $failed -eq 0 ]]
