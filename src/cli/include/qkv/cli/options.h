@@ -201,7 +201,9 @@ class ParsedOptions {
   const std::vector<std::string>& positionals() const { return positionals_; }
 
   // Every option with a value except config/help, as a YAML config file that parse()
-  // reads back to the same values (e.g. saved beside a model to record how it was trained).
+  // reads back to the same values (e.g. saved beside a model to record how it was trained;
+  // checked by fuzz/fuzz_config). YAML is Unicode text, so a command-line value that is
+  // not valid UTF-8 comes back with U+FFFD in place of the bad bytes.
   std::string dump_yaml() const;
 
  private:
