@@ -51,8 +51,12 @@ size_t words_in(const std::string& text) {
 
 void DecodeToolTest::SetUp() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  // Parameterised names ("Vocab/Utf16File") hold a '/': flatten them, so that tests
+  // running in parallel never share (and race on creating) a parent directory.
+  std::string name = info->name();
+  std::replace(name.begin(), name.end(), '/', '.');
   dir_ = fs::path(::testing::TempDir()) /
-         ("qkv_decode_tool_test." + std::string(info->name()) + "." + std::to_string(::getpid()));
+         ("qkv_decode_tool_test." + name + "." + std::to_string(::getpid()));
   fs::remove_all(dir_);
   fs::create_directories(dir_);
   {

@@ -192,13 +192,6 @@ class HostileCorpora : public DecodeToolTest, public ::testing::WithParamInterfa
     corpus_ = GetParam().make(dir_);
     write_blanked();
   }
-  // The fixture's directory is named after "Command/Kind": drop the emptied parent too.
-  void TearDown() override {
-    DecodeToolTest::TearDown();
-    std::error_code ignored;
-    if (dir_.parent_path() != fs::path(::testing::TempDir()))
-      fs::remove(dir_.parent_path(), ignored);  // only when empty
-  }
 
   // reads_as with the bad lines emptied: what the commands' results are compared with
   // (a blank line is skipped everywhere, as a bad line is).
