@@ -4,7 +4,7 @@
 # Prints executions and findings per target; exits non-zero if any target found a crash,
 # a sanitizer report, an uncaught non-qkv exception, a leak, a timeout or an OOM.
 #   scripts/run_fuzz.sh [SECONDS]
-# Inputs found to add coverage go to build/fuzz/work/<target>/ (not committed); findings
+# Inputs found to add coverage go to build/fuzz/grown/<target>/ (not committed); findings
 # to build/fuzz/findings/<target>/ (crash-*, timeout-*, oom-*, leak-*), each replayable
 # with build/fuzz/fuzz/<target> FILE.
 set -euo pipefail
@@ -32,7 +32,7 @@ for entry in "${targets[@]}"; do
   IFS=: read -r target max_len dict <<<"$entry"
   dict_flag=()
   [[ -n $dict ]] && dict_flag=(-dict="fuzz/dict/$dict.dict")
-  work=build/fuzz/work/$target
+  work=build/fuzz/grown/$target
   findings=build/fuzz/findings/$target
   log=build/fuzz/logs/$target.log
   mkdir -p "$work" "$findings" "$(dirname "$log")"
