@@ -149,6 +149,18 @@ BleuScore corpus_bleu(std::span<const std::string> hypotheses,
   return score_corpus("corpus_bleu", hypotheses, references, options);
 }
 
+std::vector<BleuStats> segment_bleu_stats(std::span<const std::string> hypotheses,
+                                          std::span<const std::vector<std::string>> references,
+                                          const BleuOptions& options) {
+  check_options(options, "segment_bleu_stats");
+  const detail::Corpus corpus = detail::gather_corpus("segment_bleu_stats", hypotheses, references);
+  std::vector<BleuStats> out;
+  out.reserve(hypotheses.size());
+  for (size_t i = 0; i < hypotheses.size(); ++i)
+    out.push_back(segment_stats(hypotheses[i], corpus.references[i], options));
+  return out;
+}
+
 BleuScore sentence_bleu(std::string_view hypothesis, std::span<const std::string> references,
                         const BleuOptions& options) {
   const std::string hyp[] = {std::string(hypothesis)};

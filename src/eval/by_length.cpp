@@ -49,6 +49,7 @@ std::vector<LengthBucket> score_by_length(std::span<const std::string> sources,
             " source lines but ", hypotheses.size(),
             " hypotheses; pass one hypothesis per source line");
   detail::gather_corpus("score_by_length", hypotheses, references);  // whole-corpus errors first
+  if (options.bootstrap) validate(*options.bootstrap);
 
   std::vector<std::vector<size_t>> members(kBuckets);  // [bucket] sentence indices
   for (size_t i = 0; i < sources.size(); ++i) {
@@ -68,6 +69,8 @@ std::vector<LengthBucket> score_by_length(std::span<const std::string> sources,
     }
     buckets[b].bleu = corpus_bleu(hyps, refs, options.bleu);
     buckets[b].chrf = corpus_chrf(hyps, refs, options.chrf);
+    if (options.bootstrap)
+      buckets[b].bleu_ci = bootstrap_bleu(hyps, refs, options.bleu, *options.bootstrap);
   }
   return buckets;
 }
@@ -79,18 +82,33 @@ std::string format_by_length(std::span<const LengthBucket> buckets) {
       chrf_name += std::to_string(bucket.chrf->beta);
       break;
     }
-  const auto row = [](std::string_view a, std::string_view b, std::string_view c,
-                      std::string_view d) {
-    char line[128];
-    std::snprintf(line, sizeof line, "%-7.*s %9.*s %6.*s %6.*s\n", int(a.size()), a.data(),
+  std::string ci_name;  // "95% CI" from the first bucket with an interval
+  for (const LengthBucket& bucket : buckets)
+    if (bucket.bleu_ci) {
+      ci_name = detail::fixed(bucket.bleu_ci->confidence * 100, 0) + "% CI";
+      break;
+    }
+  const bool with_ci = !ci_name.empty();
+  const auto row = [with_ci](std::string_view a, std::string_view b, std::string_view c,
+                             std::string_view d, std::string_view e) {
+    char line[160];
+    std::snprintf(line, sizeof line, "%-7.*s %9.*s %6.*s %6.*s", int(a.size()), a.data(),
                   int(b.size()), b.data(), int(c.size()), c.data(), int(d.size()), d.data());
-    return std::string(line);
+    std::string out = line;
+    if (with_ci) {
+      std::snprintf(line, sizeof line, " %13.*s", int(e.size()), e.data());
+      out += line;
+    }
+    return out + "\n";
   };
-  std::string out = row("length", "sentences", "BLEU", chrf_name);
+  std::string out = row("length", "sentences", "BLEU", chrf_name, ci_name);
   for (const LengthBucket& bucket : buckets)
     out += row(bucket.label, std::to_string(bucket.count),
                bucket.bleu ? detail::fixed(bucket.bleu->score, 2) : "-",
-               bucket.chrf ? detail::fixed(bucket.chrf->score, 2) : "-");
+               bucket.chrf ? detail::fixed(bucket.chrf->score, 2) : "-",
+               bucket.bleu_ci ? detail::fixed(bucket.bleu_ci->low, 2) + "-" +
+                                    detail::fixed(bucket.bleu_ci->high, 2)
+                              : "-");
   return out;
 }
 

@@ -106,24 +106,32 @@ std::string to_csv(const Comparison& c) {
     for (const BucketResult& b : c.variants.front().by_length) labels.push_back(b.label);
   std::string out =
       "variant,model_dir,parameters,updates,epochs,stop_reason,train_seconds,train_tokens,"
-      "train_tokens_per_second,best_valid_loss,test_sentences,test_skipped,bleu,chrf";
+      "train_tokens_per_second,best_valid_loss,test_sentences,test_skipped,bleu,chrf,bleu_low,"
+      "bleu_high";
   for (const std::string& l : labels)
-    out += ",sentences " + csv_field(l) + ",bleu " + csv_field(l) + ",chrf " + csv_field(l);
-  out += ",decode_seconds,decode_sentences_per_second,peak_rss_bytes,wall_seconds\n";
+    out += ",sentences " + csv_field(l) + ",bleu " + csv_field(l) + ",chrf " + csv_field(l) +
+           ",bleu_low " + csv_field(l) + ",bleu_high " + csv_field(l);
+  out +=
+      ",attention_entropy,attention_entropy_uniform,decode_seconds,decode_sentences_per_second,"
+      "peak_rss_bytes,wall_seconds\n";
   for (const VariantResult& v : c.variants) {
     out += csv_field(v.name) + "," + csv_field(v.model_dir) + "," + std::to_string(v.parameters) +
            "," + std::to_string(v.updates) + "," + std::to_string(v.epochs) + "," +
            csv_field(v.stop_reason) + "," + exact(v.train_seconds) + "," +
            std::to_string(v.train_tokens) + "," + exact(v.train_tokens_per_second) + "," +
            optional_exact(v.best_valid_loss) + "," + std::to_string(v.test_sentences) + "," +
-           std::to_string(v.test_skipped) + "," + exact(v.bleu) + "," + exact(v.chrf);
+           std::to_string(v.test_skipped) + "," + exact(v.bleu) + "," + exact(v.chrf) + "," +
+           optional_exact(v.bleu_low) + "," + optional_exact(v.bleu_high);
     for (size_t i = 0; i < labels.size(); ++i) {
       const bool has = i < v.by_length.size();
       out += "," + (has ? std::to_string(v.by_length[i].sentences) : std::string()) + "," +
              (has ? optional_exact(v.by_length[i].bleu) : "") + "," +
-             (has ? optional_exact(v.by_length[i].chrf) : "");
+             (has ? optional_exact(v.by_length[i].chrf) : "") + "," +
+             (has ? optional_exact(v.by_length[i].bleu_low) : "") + "," +
+             (has ? optional_exact(v.by_length[i].bleu_high) : "");
     }
-    out += "," + exact(v.decode_seconds) + "," + exact(v.decode_sentences_per_second) + "," +
+    out += "," + optional_exact(v.attention_entropy) + "," +
+           optional_exact(v.attention_entropy_uniform) + "," + exact(v.decode_seconds) + "," + exact(v.decode_sentences_per_second) + "," +
            std::to_string(v.peak_rss_bytes) + "," + exact(v.wall_seconds) + "\n";
   }
   return out;
@@ -131,20 +139,40 @@ std::string to_csv(const Comparison& c) {
 
 viz::ReportTable summary_table(const Comparison& c) {
   viz::ReportTable t;
-  t.columns = {"variant", "BLEU", "chrF2"};
+  // Interval and entropy columns only when some variant has them (older files, runs
+  // without --bootstrap, a comparison of rnn:none alone).
+  const bool with_ci = std::any_of(c.variants.begin(), c.variants.end(),
+                                   [](const VariantResult& v) { return v.bleu_low.has_value(); });
+  const bool with_entropy =
+      std::any_of(c.variants.begin(), c.variants.end(),
+                  [](const VariantResult& v) { return v.attention_entropy.has_value(); });
+  t.columns = {"variant", "BLEU"};
+  if (with_ci) t.columns.emplace_back("BLEU 95% CI");
+  t.columns.emplace_back("chrF2");
   const std::vector<size_t> buckets = filled_buckets(c);
   for (const size_t i : buckets) {
     const BucketResult& b = c.variants.front().by_length[i];
     t.columns.push_back("BLEU " + b.label + " (n=" + std::to_string(b.sentences) + ")");
   }
+  if (with_entropy) t.columns.emplace_back("attn entropy (uniform)");
   for (const char* col : {"updates", "train tok/s", "decode sent/s", "params", "peak RSS", "wall"})
     t.columns.emplace_back(col);
   for (const VariantResult& v : c.variants) {
-    std::vector<std::string> row = {v.name, fixed(v.bleu, 2), fixed(v.chrf, 2)};
+    std::vector<std::string> row = {v.name, fixed(v.bleu, 2)};
+    if (with_ci)
+      row.push_back(v.bleu_low && v.bleu_high
+                        ? fixed(*v.bleu_low, 2) + "-" + fixed(*v.bleu_high, 2)
+                        : "-");
+    row.push_back(fixed(v.chrf, 2));
     for (const size_t i : buckets) {
       const std::optional<double> b = bucket_bleu(v, i);
       row.push_back(b ? fixed(*b, 2) : "-");
     }
+    if (with_entropy)
+      row.push_back(v.attention_entropy && v.attention_entropy_uniform
+                        ? fixed(*v.attention_entropy, 2) + " (" +
+                              fixed(*v.attention_entropy_uniform, 2) + ")"
+                        : "-");
     row.push_back(std::to_string(v.updates));
     row.push_back(fixed(v.train_tokens_per_second, 0));
     row.push_back(fixed(v.decode_sentences_per_second, 1));
@@ -184,6 +212,7 @@ viz::BucketChart bleu_chart(const Comparison& c) {
   QKV_CHECK(!c.variants.empty(), ValueError, "BLEU chart: the comparison has no variants");
   viz::BucketChart chart;
   chart.title = "BLEU by source length (test set)";
+  bool whiskers = false;
   const std::vector<size_t> buckets = filled_buckets(c);
   QKV_CHECK(!buckets.empty(), ValueError, "BLEU chart: no length bucket holds a test sentence");
   for (const size_t i : buckets) {
@@ -195,9 +224,22 @@ viz::BucketChart bleu_chart(const Comparison& c) {
               "BLEU chart: ", v.name, " has ", v.by_length.size(), " length buckets, ",
               c.variants.front().name, " has ", c.variants.front().by_length.size());
     viz::ChartSeries s{.name = v.name};
-    for (const size_t i : buckets) s.values.push_back(bucket_bleu(v, i));
+    bool any_ci = false;
+    for (const size_t i : buckets) {
+      s.values.push_back(bucket_bleu(v, i));
+      const BucketResult& b = v.by_length[i];
+      if (b.bleu && b.bleu_low && b.bleu_high) {
+        s.ci.push_back(viz::Interval{.low = *b.bleu_low, .high = *b.bleu_high});
+        any_ci = true;
+      } else {
+        s.ci.push_back(std::nullopt);
+      }
+    }
+    if (!any_ci) s.ci.clear();
+    whiskers = whiskers || any_ci;
     chart.series.push_back(std::move(s));
   }
+  if (whiskers) chart.title += "; whiskers: 95% bootstrap interval";
   return chart;
 }
 

@@ -19,7 +19,9 @@ Json bucket_json(const BucketResult& b) {
   return {{"label", b.label},
           {"sentences", b.sentences},
           {"bleu", optional_number(b.bleu)},
-          {"chrf", optional_number(b.chrf)}};
+          {"chrf", optional_number(b.chrf)},
+          {"bleu_low", optional_number(b.bleu_low)},
+          {"bleu_high", optional_number(b.bleu_high)}};
 }
 
 Json variant_json(const VariantResult& v) {
@@ -43,6 +45,10 @@ Json variant_json(const VariantResult& v) {
           {"chrf", v.chrf},
           {"bleu_line", v.bleu_line},
           {"chrf_line", v.chrf_line},
+          {"bleu_low", optional_number(v.bleu_low)},
+          {"bleu_high", optional_number(v.bleu_high)},
+          {"attention_entropy", optional_number(v.attention_entropy)},
+          {"attention_entropy_uniform", optional_number(v.attention_entropy_uniform)},
           {"by_length", buckets},
           {"decode_seconds", v.decode_seconds},
           {"decode_sentences_per_second", v.decode_sentences_per_second},
@@ -92,6 +98,14 @@ class Reader {
     QKV_CHECK(v.is_number(), IoError, origin_, ": key '", path(where, key),
               "' must be a number or null");
     return v.get<double>();
+  }
+  // A key added after the first release (intervals, entropy): absent or null -> unset,
+  // so comparisons written by an earlier qkv still read.
+  std::optional<double> later_number(const Json& obj, const std::string& key,
+                                     const std::string& where) const {
+    QKV_CHECK(obj.is_object(), IoError, origin_, ": ", where, " is not a JSON object");
+    if (!obj.contains(key)) return std::nullopt;
+    return maybe_number(obj, key, where);
   }
   const Json& array(const Json& obj, const std::string& key, const std::string& where) const {
     const Json& v = at(obj, key, where);
@@ -149,13 +163,19 @@ VariantResult read_variant(const Reader& r, const Json& j, const std::string& wh
   v.chrf = r.number(j, "chrf", where);
   v.bleu_line = r.string(j, "bleu_line", where);
   v.chrf_line = r.string(j, "chrf_line", where);
+  v.bleu_low = r.later_number(j, "bleu_low", where);
+  v.bleu_high = r.later_number(j, "bleu_high", where);
+  v.attention_entropy = r.later_number(j, "attention_entropy", where);
+  v.attention_entropy_uniform = r.later_number(j, "attention_entropy_uniform", where);
   const Json& buckets = r.array(j, "by_length", where);
   for (size_t i = 0; i < buckets.size(); ++i) {
     const std::string at = where + ".by_length[" + std::to_string(i) + "]";
     v.by_length.push_back({.label = r.string(buckets[i], "label", at),
                            .sentences = r.integer(buckets[i], "sentences", at),
                            .bleu = r.maybe_number(buckets[i], "bleu", at),
-                           .chrf = r.maybe_number(buckets[i], "chrf", at)});
+                           .chrf = r.maybe_number(buckets[i], "chrf", at),
+                           .bleu_low = r.later_number(buckets[i], "bleu_low", at),
+                           .bleu_high = r.later_number(buckets[i], "bleu_high", at)});
   }
   v.decode_seconds = r.number(j, "decode_seconds", where);
   v.decode_sentences_per_second = r.number(j, "decode_sentences_per_second", where);

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "qkv/experiment/attention_entropy.h"
 #include "qkv/experiment/resources.h"
 #include "qkv/experiment/samples.h"
 #include "qkv/train/checkpoint.h"
@@ -34,6 +35,10 @@ std::vector<BucketResult> buckets_of(const std::vector<eval::LengthBucket>& by_l
     BucketResult r{.label = b.label, .sentences = b.count};
     if (b.bleu) r.bleu = b.bleu->score;
     if (b.chrf) r.chrf = b.chrf->score;
+    if (b.bleu_ci) {
+      r.bleu_low = b.bleu_ci->low;
+      r.bleu_high = b.bleu_ci->high;
+    }
     out.push_back(std::move(r));
   }
   return out;
@@ -78,16 +83,14 @@ void train_variant(const VariantPlan& plan, const train::TrainingData& data, Var
 
 }  // namespace
 
-VariantOutcome run_variant(const VariantPlan& plan, const train::TrainingData& data,
-                           const TestSet& test, const EvalSettings& settings, std::ostream* log) {
-  const Clock::time_point start = Clock::now();
-  VariantOutcome out;
-  VariantResult& r = out.result;
-  r.name = plan.variant.name;
-  r.model_dir = plan.trainer.model_dir.string();
-  r.peak_rss_per_variant = reset_peak_rss();
-  train_variant(plan, data, r, log);
+namespace {
 
+// Loads the model `r` describes from plan.trainer.model_dir and fills the test fields of
+// `out` (and its samples). `start`: when this variant's work began (wall time).
+void evaluate_into(const VariantPlan& plan, const data::Vocab& vocab, const TestSet& test,
+                   const EvalSettings& settings, std::ostream* log, Clock::time_point start,
+                   VariantOutcome& out) {
+  VariantResult& r = out.result;
   // Evaluate what was saved, as a user would load it.
   const fs::path dir = plan.trainer.model_dir;
   const bool best = r.best_valid_loss.has_value() && fs::exists(dir / train::kBestModelFile);
@@ -101,33 +104,80 @@ VariantOutcome run_variant(const VariantPlan& plan, const train::TrainingData& d
          << ")\n"
          << std::flush;
   TestTranslation translated =
-      translate_sentences(*loaded.model, data.vocab, test.sources, settings.search);
-  const TestScores scores = score_translations(test, translated.hypotheses);
+      translate_sentences(*loaded.model, vocab, test.sources, settings.search);
+  const TestScores scores = score_translations(test, translated.hypotheses, settings.bootstrap);
   r.test_sentences = int64_t(test.sources.size());
   r.test_skipped = translated.skipped;
   r.bleu = scores.bleu.score;
   r.chrf = scores.chrf.score;
   r.bleu_line = scores.bleu.format(2, true);
   r.chrf_line = scores.chrf.format(2, true);
+  if (scores.bleu_ci) {
+    r.bleu_low = scores.bleu_ci->low;
+    r.bleu_high = scores.bleu_ci->high;
+  }
   r.by_length = buckets_of(scores.by_length);
   r.decode_seconds = translated.seconds;
   r.decode_sentences_per_second =
       translated.seconds > 0 ? double(test.sources.size()) / translated.seconds : 0.0;
   for (const size_t line : settings.sample_lines) {
     if (line >= test.sources.size()) continue;
-    auto map = attention_sample(*loaded.model, data.vocab, test.sources[line], settings.search,
+    auto map = attention_sample(*loaded.model, vocab, test.sources[line], settings.search,
                                 plan.variant.name + ", test sentence " + std::to_string(line + 1));
     if (!map) continue;
     out.samples.push_back(std::move(*map));
     out.sample_lines.push_back(line);
   }
   out.hypotheses = std::move(translated.hypotheses);
+  if (settings.entropy) {
+    if (log != nullptr && plan.variant.attends())
+      *log << plan.label << " attention entropy on the test references\n" << std::flush;
+    const std::optional<AttentionEntropy> h = attention_entropy(
+        *loaded.model, vocab, test.sources, test.references, settings.search.mini_batch);
+    if (h) {
+      r.attention_entropy = h->mean;
+      r.attention_entropy_uniform = h->uniform;
+    }
+  }
   r.peak_rss_bytes = peak_rss_bytes();
-  r.wall_seconds = seconds_since(start);
-  if (log != nullptr)
-    *log << plan.label << " " << r.bleu_line << "\n"
-         << plan.label << " " << r.chrf_line << "\n"
-         << std::flush;
+  r.wall_seconds += seconds_since(start);
+  if (log != nullptr) {
+    *log << plan.label << " " << r.bleu_line << "\n" << plan.label << " " << r.chrf_line << "\n";
+    if (r.attention_entropy)
+      *log << plan.label << " attention entropy " << *r.attention_entropy << " nats (uniform "
+           << *r.attention_entropy_uniform << ")\n";
+    *log << std::flush;
+  }
+}
+
+}  // namespace
+
+VariantOutcome run_variant(const VariantPlan& plan, const train::TrainingData& data,
+                           const TestSet& test, const EvalSettings& settings, std::ostream* log) {
+  const Clock::time_point start = Clock::now();
+  VariantOutcome out;
+  VariantResult& r = out.result;
+  r.name = plan.variant.name;
+  r.model_dir = plan.trainer.model_dir.string();
+  r.peak_rss_per_variant = reset_peak_rss();
+  train_variant(plan, data, r, log);
+  evaluate_into(plan, data.vocab, test, settings, log, start, out);
+  return out;
+}
+
+VariantOutcome evaluate_variant(const VariantPlan& plan, VariantResult trained,
+                                const data::Vocab& vocab, const TestSet& test,
+                                const EvalSettings& settings, std::ostream* log) {
+  const Clock::time_point start = Clock::now();
+  VariantOutcome out;
+  out.result = std::move(trained);
+  VariantResult& r = out.result;
+  r.name = plan.variant.name;
+  r.model_dir = plan.trainer.model_dir.string();
+  r.peak_rss_per_variant = reset_peak_rss();
+  // Wall time: the earlier run's training plus this evaluation.
+  r.wall_seconds = r.train_seconds;
+  evaluate_into(plan, vocab, test, settings, log, start, out);
   return out;
 }
 

@@ -12,9 +12,7 @@
 #include "qkv/decode/greedy.h"
 
 namespace qkv::experiment {
-namespace {
 
-// The source rows as a padded batch with the source EOS `qkv train` trains with.
 data::Batch source_batch(const std::vector<std::vector<int32_t>>& rows,
                          const models::ModelConfig& config) {
   data::TokenizedCorpus corpus;
@@ -28,6 +26,8 @@ data::Batch source_batch(const std::vector<std::vector<int32_t>>& rows,
   options.eos_id = int32_t(config.eos_id);
   return data::make_batch(corpus, indices, options);
 }
+
+namespace {
 
 // One mini-batch of token rows -> output ids per row.
 std::vector<std::vector<int32_t>> search(models::Seq2Seq& model,
@@ -113,13 +113,17 @@ TestTranslation translate_sentences(models::Seq2Seq& model, const data::Vocab& v
   return t;
 }
 
-TestScores score_translations(const TestSet& test, std::span<const std::string> hypotheses) {
+TestScores score_translations(const TestSet& test, std::span<const std::string> hypotheses,
+                              const std::optional<eval::BootstrapOptions>& bootstrap) {
   QKV_CHECK(hypotheses.size() == test.references.size(), ValueError, "score: ", hypotheses.size(),
             " translations for ", test.references.size(), " references");
   const std::vector<std::vector<std::string>> refs = {test.references};
-  return {.bleu = eval::corpus_bleu(hypotheses, refs),
-          .chrf = eval::corpus_chrf(hypotheses, refs),
-          .by_length = eval::score_by_length(test.sources, hypotheses, refs)};
+  TestScores scores{
+      .bleu = eval::corpus_bleu(hypotheses, refs),
+      .chrf = eval::corpus_chrf(hypotheses, refs),
+      .by_length = eval::score_by_length(test.sources, hypotheses, refs, {.bootstrap = bootstrap})};
+  if (bootstrap) scores.bleu_ci = eval::bootstrap_bleu(hypotheses, refs, {}, *bootstrap);
+  return scores;
 }
 
 }  // namespace qkv::experiment

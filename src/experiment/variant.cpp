@@ -8,7 +8,8 @@ namespace qkv::experiment {
 namespace {
 
 constexpr const char* kForms =
-    "rnn:none, rnn:dot, rnn:scaled-dot, rnn:cosine, rnn:general, rnn:additive or transformer";
+    "rnn:none, rnn:dot, rnn:scaled-dot, rnn:cosine, rnn:general, rnn:additive, transformer "
+    "or transformer:h<N> (N heads)";
 
 std::string trim(std::string_view s) {
   const size_t b = s.find_first_not_of(" \t");
@@ -25,11 +26,19 @@ Variant parse_one(const std::string& entry, std::string_view flag) {
   const std::string attention = colon == std::string::npos ? "" : entry.substr(colon + 1);
   Variant v{.name = entry};
   if (type == "transformer") {
-    QKV_CHECK(attention.empty() || attention == "scaled-dot", ConfigError, flag, " ", entry,
-              ": the transformer always uses scaled-dot attention; write `transformer`");
     v.type = models::ModelType::Transformer;
     v.attention = models::AttentionKind::ScaledDot;
     v.name = "transformer";
+    if (attention.empty() || attention == "scaled-dot") return v;
+    // transformer:h<N>: digits only, so "h08" and "h+8" do not name the same variant twice.
+    const std::string digits = attention.size() > 1 && attention[0] == 'h' ? attention.substr(1) : "";
+    const bool number = !digits.empty() && digits.size() <= 6 && digits[0] != '0' &&
+                        digits.find_first_not_of("0123456789") == std::string::npos;
+    QKV_CHECK(number, ConfigError, flag, " ", entry,
+              ": a transformer variant is `transformer` or `transformer:h<N>` with N heads "
+              "(e.g. transformer:h8); it always uses scaled-dot attention");
+    v.heads = std::stoll(digits);
+    v.name = "transformer:h" + digits;
     return v;
   }
   QKV_CHECK(type == "rnn", ConfigError, flag, " ", entry, ": unknown model type '", type,

@@ -6,6 +6,7 @@
 // The flags are compare's own (below) plus every `qkv train` flag, which applies to each
 // variant alike; --variants sets each one's --type and --attention.
 #include <algorithm>
+#include <map>
 #include <iostream>
 #include <tuple>
 
@@ -13,9 +14,11 @@
 #include "compare_support.h"
 #include "experiment_commands.h"
 #include "qkv/base/thread_pool.h"
+#include "qkv/experiment/results.h"
 #include "qkv/experiment/runner.h"
 #include "qkv/experiment/samples.h"
 #include "qkv/io/atomic_file.h"
+#include "qkv/models/config.h"
 #include "train_flags.h"
 
 namespace qkv::tool {
@@ -54,6 +57,20 @@ cli::OptionSet compare_options() {
       .range(0, 1e12);
   o.add_switch("overwrite",
                "Replace the model directories an earlier comparison left in DIR/models.");
+  o.add_switch("reuse",
+               "Keep the models an earlier `qkv compare --out DIR` finished: a variant whose "
+               "model is in DIR/models/ and whose training is in DIR/compare.json is "
+               "translated and scored again (e.g. with another --beam-size or --bootstrap), not "
+               "retrained; the others are trained. Give the same data and model flags (a "
+               "different model configuration is an error); DIR/vocab.spm is reused too.");
+  o.add_int("bootstrap", 1000,
+            "Resampled test sets for BLEU's 95% bootstrap confidence intervals (whole test set "
+            "and every length bucket); 0: none.")
+      .range(0, 1000000)
+      .metavar("N");
+  o.add_switch("no-entropy",
+               "Skip the attention entropy measurement (the model reads the test references "
+               "once per attention head).");
   return o;
 }
 
@@ -64,16 +81,38 @@ std::string help_text(const cli::OptionSet& own) {
              "(--after, default " +
                  std::string(kDefaultBudget) +
                  " per variant), translates the test set with each, and prints one table: "
-                 "BLEU, chrF, BLEU per source-length bucket, training tokens/s, decoding "
-                 "sentences/s, parameters, peak memory, wall time.") +
+                 "BLEU with its 95% bootstrap interval, chrF, BLEU per source-length bucket, "
+                 "attention entropy, training tokens/s, decoding sentences/s, parameters, "
+                 "peak memory, wall time.") +
          "\nEvery `qkv train` flag is accepted too and applies to each variant alike "
          "(--train-sets is required; --valid-sets, --after, --dim-emb, --seed, --threads, "
          "...; see `qkv train --help`), except --model, --type, --attention and --resume.\n";
 }
 
-// The --out directory's model directories: new, or replaced with --overwrite.
-void prepare_model_dirs(const fs::path& out, const std::vector<Variant>& variants, bool overwrite) {
+// The variants of an earlier comparison in `out` that --reuse keeps: recorded in its
+// compare.json, with a model file in out/models/<variant>/.
+std::map<std::string, experiment::VariantResult> reusable_variants(
+    const fs::path& out, const std::vector<Variant>& variants) {
+  std::map<std::string, experiment::VariantResult> keep;
+  const fs::path json = out / experiment::kCompareJson;
+  std::error_code ec;
+  if (!fs::exists(json, ec)) return keep;
+  const std::vector<std::byte> bytes = io::read_file(json, uint64_t{1} << 30);
+  const experiment::Comparison earlier = experiment::comparison_from_json(
+      std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), json.string());
+  for (const Variant& v : variants)
+    for (const experiment::VariantResult& r : earlier.variants)
+      if (r.name == v.name && fs::exists(out / r.model_dir / r.evaluated_file, ec))
+        keep.emplace(v.name, r);
+  return keep;
+}
+
+// The --out directory's model directories: new, or replaced with --overwrite (those
+// --reuse keeps are left alone).
+void prepare_model_dirs(const fs::path& out, const std::vector<Variant>& variants, bool overwrite,
+                        const std::map<std::string, experiment::VariantResult>& reused) {
   for (const Variant& v : variants) {
+    if (reused.contains(v.name)) continue;
     const fs::path dir = out / "models" / v.file_name();
     std::error_code ec;
     if (!fs::exists(dir, ec) || fs::is_empty(dir, ec)) continue;
@@ -102,18 +141,56 @@ struct Run {
   CompareSetup setup;
   std::vector<Variant> variants;
   fs::path out;
+  std::map<std::string, experiment::VariantResult> reused;  // --reuse: by variant name
 };
+
+// A reused model must be the one these flags describe, or the table would mix settings.
+void check_reusable(const experiment::VariantPlan& plan, const experiment::VariantResult& earlier,
+                    const fs::path& out) {
+  QKV_CHECK(!earlier.config.empty() && models::from_json(earlier.config) == plan.config,
+            ConfigError, "--reuse: ", (out / earlier.model_dir).string(), " holds a ",
+            plan.variant.name, " model with another configuration (",
+            earlier.config.empty() ? std::string("none recorded") : earlier.config,
+            ") than these flags give (", models::to_json(plan.config),
+            "); give the flags of the earlier run, or drop --reuse (with --overwrite) to retrain");
+}
 
 int run(Run& r) {
   const cli::ParsedOptions& p = r.own;
-  CompareData data = load_compare_data(r.setup, r.out, p.get<int64_t>("max-sentences"), std::cerr);
-  const experiment::EvalSettings eval{.search = {.beam_size = p.get<int64_t>("beam-size"),
-                                                 .normalize = p.get<double>("normalize"),
-                                                 .mini_batch = p.get<int64_t>("mini-batch")},
-                                      .sample_lines = experiment::pick_samples(
-                                          data.test.sources, size_t(p.get<int64_t>("samples")))};
+  CompareData data = load_compare_data(r.setup, r.out, p.get<int64_t>("max-sentences"), std::cerr,
+                                       p.get<bool>("reuse"));
+  experiment::EvalSettings eval{.search = {.beam_size = p.get<int64_t>("beam-size"),
+                                           .normalize = p.get<double>("normalize"),
+                                           .mini_batch = p.get<int64_t>("mini-batch")},
+                                .sample_lines = experiment::pick_samples(
+                                    data.test.sources, size_t(p.get<int64_t>("samples"))),
+                                .entropy = !p.get<bool>("no-entropy")};
+  // Every reused model is checked against the flags before anything is trained.
+  for (const Variant& v : r.variants)
+    if (const auto it = r.reused.find(v.name); it != r.reused.end())
+      check_reusable(variant_plan(r.setup, v, data.training.vocab, r.out), it->second, r.out);
+  if (p.get<int64_t>("bootstrap") > 0)
+    eval.bootstrap = eval::BootstrapOptions{.samples = p.get<int64_t>("bootstrap")};
   experiment::Comparison comparison{.title = p.get<std::string>("title"),
                                     .notes = comparison_notes(r.setup, data, eval.search)};
+  if (eval.bootstrap)
+    comparison.notes.push_back("BLEU 95% CI: percentile bootstrap over " +
+                               std::to_string(eval.bootstrap->samples) +
+                               " resampled test sets (Koehn 2004), for the whole test set and "
+                               "each length bucket (the chart's whiskers).");
+  if (eval.entropy)
+    comparison.notes.push_back(
+        "attn entropy: mean entropy in nats of an attention row over the real source tokens "
+        "while the model reads the test references (teacher forcing), over every decoder "
+        "layer's every head for a Transformer; in brackets the entropy of uniform attention "
+        "over the same rows (log of the source length).");
+  if (!r.reused.empty()) {
+    std::string names;
+    for (const auto& [name, earlier] : r.reused) names += (names.empty() ? "" : ", ") + name;
+    comparison.notes.push_back("Reused (--reuse): " + names +
+                               " trained by an earlier run in this directory; their training "
+                               "columns are that run's, peak RSS is this evaluation's.");
+  }
   // Heatmaps by test sentence, then variant: the report shows a sentence's variants together.
   std::vector<std::tuple<size_t, size_t, viz::AttentionMap>> samples;
   const size_t n = r.variants.size();
@@ -122,9 +199,16 @@ int run(Run& r) {
     experiment::VariantPlan plan = variant_plan(r.setup, v, data.training.vocab, r.out);
     plan.label = "[" + std::to_string(i + 1) + "/" + std::to_string(n) + " " + v.name + "]";
     plan.trainer.log = &std::cerr;
-    std::cerr << plan.label << " training under --after " << r.setup.budget << "\n";
-    experiment::VariantOutcome o =
-        experiment::run_variant(plan, data.training, data.test, eval, &std::cerr);
+    experiment::VariantOutcome o;
+    if (const auto it = r.reused.find(v.name); it != r.reused.end()) {
+      std::cerr << plan.label << " reusing " << (r.out / it->second.model_dir).string()
+                << " (--reuse): " << it->second.updates << " updates from the earlier run\n";
+      o = experiment::evaluate_variant(plan, it->second, data.training.vocab, data.test, eval,
+                                       &std::cerr);
+    } else {
+      std::cerr << plan.label << " training under --after " << r.setup.budget << "\n";
+      o = experiment::run_variant(plan, data.training, data.test, eval, &std::cerr);
+    }
     o.result.model_dir = (fs::path("models") / v.file_name()).string();
     write_lines(r.out / "hyps" / (v.file_name() + ".txt"), o.hypotheses);
     comparison.variants.push_back(std::move(o.result));
@@ -168,7 +252,8 @@ int run_compare(const std::vector<std::string>& args) {
   r.setup.command = "qkv compare " + quote_args(args);
   // Every variant's flags are checked before any work (a vocabulary takes minutes).
   for (const Variant& v : r.variants) check_variant_flags(r.setup, v, r.out);
-  prepare_model_dirs(r.out, r.variants, p.get<bool>("overwrite"));
+  if (p.get<bool>("reuse")) r.reused = reusable_variants(r.out, r.variants);
+  prepare_model_dirs(r.out, r.variants, p.get<bool>("overwrite"), r.reused);
   return run(r);
 }
 

@@ -27,6 +27,18 @@ cli::ParsedOptions parse_train(std::vector<std::string> args, const fs::path& mo
 std::vector<std::string> variant_args(const CompareSetup& setup, const experiment::Variant& v,
                                       const fs::path& out) {
   std::vector<std::string> args = setup.train_args;
+  if (v.heads > 0) {
+    // transformer:h<N> overrides the comparison's --heads (a flag may be given only once).
+    for (size_t i = 0; i < args.size();) {
+      if (args[i] == "--heads" && i + 1 < args.size())
+        args.erase(args.begin() + long(i), args.begin() + long(i) + 2);
+      else if (args[i].starts_with("--heads="))
+        args.erase(args.begin() + long(i));
+      else
+        ++i;
+    }
+    args.insert(args.end(), {"--heads", std::to_string(v.heads)});
+  }
   args.insert(args.end(), {"--type", std::string(models::to_string(v.type))});
   if (v.type == models::ModelType::Rnn)
     args.insert(args.end(), {"--attention", std::string(models::to_string(v.attention))});
@@ -162,7 +174,7 @@ namespace {
 
 // --vocab, or one trained on the training corpora into out/vocab.spm.
 data::Vocab compare_vocab(const cli::ParsedOptions& p, const fs::path& out, int64_t max_sentences,
-                          const data::TextReadOptions& read, std::ostream& log) {
+                          const data::TextReadOptions& read, std::ostream& log, bool reuse) {
   if (p.has("vocab")) {
     data::Vocab v = data::Vocab::load(p.get<fs::path>("vocab"));
     log << "[compare] vocabulary: " << p.get<fs::path>("vocab").string() << " (" << v.size()
@@ -171,6 +183,13 @@ data::Vocab compare_vocab(const cli::ParsedOptions& p, const fs::path& out, int6
   }
   const auto [src, tgt] = pair_of(p.get_list("train-sets"), "train-sets");
   const fs::path file = out / "vocab.spm";
+  std::error_code ec;
+  if (reuse && fs::exists(file, ec)) {
+    data::Vocab v = data::Vocab::load(file);
+    log << "[compare] vocabulary: " << file.string() << " from the earlier run (--reuse, "
+        << v.size() << " pieces)\n";
+    return v;
+  }
   const auto size = int32_t(p.get<int64_t>("vocab-size"));
   log << "[compare] vocabulary: training " << size << " SentencePiece pieces on " << src.string()
       << " and " << tgt.string() << " -> " << file.string() << "\n"
@@ -185,7 +204,7 @@ data::Vocab compare_vocab(const cli::ParsedOptions& p, const fs::path& out, int6
 }  // namespace
 
 CompareData load_compare_data(const CompareSetup& setup, const fs::path& out, int64_t max_sentences,
-                              std::ostream& log) {
+                              std::ostream& log, bool reuse_vocab) {
   const cli::ParsedOptions& p = setup.shared;
   experiment::TestSet test =
       experiment::read_test_set(setup.test_sets[0], setup.test_sets[1], max_sentences);
@@ -193,7 +212,7 @@ CompareData load_compare_data(const CompareSetup& setup, const fs::path& out, in
       << " / " << setup.test_sets[1] << "\n";
   data::TextReadOptions read;
   if (p.get<bool>("skip-invalid")) read.invalid = data::InvalidLines::Skip;
-  CompareData d{.training = {.vocab = compare_vocab(p, out, max_sentences, read, log)},
+  CompareData d{.training = {.vocab = compare_vocab(p, out, max_sentences, read, log, reuse_vocab)},
                 .test = std::move(test)};
 
   const auto [src, tgt] = pair_of(p.get_list("train-sets"), "train-sets");

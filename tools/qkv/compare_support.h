@@ -59,11 +59,11 @@ struct CompareData {
   std::string valid_description;  // "" without validation
 };
 
-// The test set, the vocabulary (--vocab, else trained once into out/vocab.spm), the
-// training pairs and the validation set, each cut to `max_sentences` pairs when > 0.
-// Progress lines on `log`.
+// The test set, the vocabulary (--vocab, else trained once into out/vocab.spm, or with
+// `reuse_vocab` the out/vocab.spm an earlier run trained), the training pairs and the
+// validation set, each cut to `max_sentences` pairs when > 0. Progress lines on `log`.
 CompareData load_compare_data(const CompareSetup& setup, const std::filesystem::path& out,
-                              int64_t max_sentences, std::ostream& log);
+                              int64_t max_sentences, std::ostream& log, bool reuse_vocab = false);
 
 // The report's notes: the command, the data, what every variant shares, the machine and
 // what each column means.

@@ -1,11 +1,13 @@
 // qkv eval: corpus BLEU and chrF of stdin's translations against references, as
 // sacreBLEU's defaults compute them, optionally per source-length bucket.
 #include <iostream>
+#include <optional>
 
 #include "command.h"
 #include "decode_commands.h"
 #include "decode_support.h"
 #include "qkv/cli/options.h"
+#include "qkv/eval/bootstrap.h"
 #include "qkv/eval/by_length.h"
 
 namespace qkv::tool {
@@ -26,6 +28,11 @@ cli::OptionSet eval_options() {
              "The source file: also print BLEU and chrF per source length (words: 1-10, "
              "11-20, ..., 50+) with sentence counts.")
       .metavar("SRC");
+  o.add_int("bootstrap", 0,
+            "Also print a 95% bootstrap confidence interval for BLEU (and for each "
+            "--by-length bucket) from this many resampled test sets, e.g. 1000 (0: none).")
+      .range(0, 1000000)
+      .metavar("N");
   return o;
 }
 
@@ -118,10 +125,20 @@ int evaluate(const cli::ParsedOptions& p) {
               "; every translation needs a reference: give one or drop the line from the test set");
   }
 
-  std::cout << eval::corpus_bleu(hyps, refs).format(2, true) << "\n"
-            << eval::corpus_chrf(hyps, refs).format(2, true) << "\n";
+  std::optional<eval::BootstrapOptions> bootstrap;
+  if (p.get<int64_t>("bootstrap") > 0)
+    bootstrap = eval::BootstrapOptions{.samples = p.get<int64_t>("bootstrap")};
+  std::cout << eval::corpus_bleu(hyps, refs).format(2, true) << "\n";
+  if (bootstrap) {
+    const eval::ConfidenceInterval ci = eval::bootstrap_bleu(hyps, refs, {}, *bootstrap);
+    std::cout << "BLEU 95% CI = " << fixed(ci.low, 2) << "-" << fixed(ci.high, 2)
+              << " (percentile bootstrap, " << bootstrap->samples << " resampled test sets)\n";
+  }
+  std::cout << eval::corpus_chrf(hyps, refs).format(2, true) << "\n";
   if (p.has("by-length"))
-    std::cout << "\n" << eval::format_by_length(eval::score_by_length(sources, hyps, refs));
+    std::cout << "\n"
+              << eval::format_by_length(
+                     eval::score_by_length(sources, hyps, refs, {.bootstrap = bootstrap}));
   return kExitOk;
 }
 

@@ -58,6 +58,74 @@ TEST(ComparisonJson, RoundTripsEveryField) {
   EXPECT_EQ(comparison_from_json(to_json(c), "compare.json"), c);
 }
 
+// Intervals and entropy: written, read back, shown in the table, the CSV and the chart.
+Comparison with_intervals_and_entropy() {
+  Comparison c = two_variants();
+  for (VariantResult& v : c.variants) {
+    v.bleu_low = v.bleu - 1.5;
+    v.bleu_high = v.bleu + 1.25;
+    v.by_length[0].bleu_low = v.bleu - 0.5;
+    v.by_length[0].bleu_high = v.bleu + 3;
+  }
+  c.variants[1].attention_entropy = 1.234;
+  c.variants[1].attention_entropy_uniform = 2.5;
+  return c;
+}
+
+TEST(ComparisonJson, RoundTripsIntervalsAndEntropy) {
+  const Comparison c = with_intervals_and_entropy();
+  EXPECT_EQ(comparison_from_json(to_json(c), "compare.json"), c);
+}
+
+TEST(ComparisonJson, ReadsFilesWrittenBeforeIntervalsAndEntropy) {
+  // An earlier qkv wrote no such keys: they read as unset (a reused comparison's file).
+  std::string json = to_json(two_variants());
+  for (const std::string key : {"bleu_low", "bleu_high", "attention_entropy_uniform",
+                                "attention_entropy"}) {
+    const std::string entry = "\"" + key + "\": null,";
+    for (size_t at; (at = json.find(entry)) != std::string::npos;) {
+      const size_t end = json.find('\n', at);
+      json.erase(at, end - at + 1);
+    }
+  }
+  ASSERT_EQ(json.find("bleu_low"), std::string::npos) << json;
+  EXPECT_EQ(comparison_from_json(json, "compare.json"), two_variants());
+}
+
+TEST(SummaryTable, IntervalAndEntropyColumnsWhenMeasured) {
+  const viz::ReportTable t = summary_table(with_intervals_and_entropy());
+  const std::vector<std::string> expected = {
+      "variant",          "BLEU",          "BLEU 95% CI",       "chrF2",
+      "BLEU 1-10 (n=20)", "BLEU 11-20 (n=10)", "attn entropy (uniform)", "updates",
+      "train tok/s",      "decode sent/s", "params",            "peak RSS",
+      "wall"};
+  EXPECT_EQ(t.columns, expected);
+  EXPECT_EQ(t.rows[0][2], "9.00-11.75");
+  EXPECT_EQ(t.rows[0][6], "-");  // rnn:none has no attention
+  EXPECT_EQ(t.rows[1][6], "1.23 (2.50)");
+}
+
+TEST(ComparisonCsv, CarriesIntervalsAndEntropy) {
+  const std::string csv = to_csv(with_intervals_and_entropy());
+  EXPECT_NE(csv.find(",bleu,chrf,bleu_low,bleu_high,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",bleu_low 1-10,bleu_high 1-10,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",attention_entropy,attention_entropy_uniform,"), std::string::npos);
+  EXPECT_NE(csv.find(",20.25,40.126,18.75,21.5,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",1.234,2.5,"), std::string::npos) << csv;
+}
+
+TEST(BleuChart, WhiskersFromBucketIntervals) {
+  const viz::BucketChart chart = bleu_chart(with_intervals_and_entropy());
+  ASSERT_EQ(chart.series[1].ci.size(), 2u);
+  ASSERT_TRUE(chart.series[1].ci[0].has_value());
+  EXPECT_DOUBLE_EQ(chart.series[1].ci[0]->low, 19.75);
+  EXPECT_DOUBLE_EQ(chart.series[1].ci[0]->high, 23.25);
+  EXPECT_FALSE(chart.series[1].ci[1].has_value());  // 11-20 has no interval
+  EXPECT_NE(chart.title.find("95% bootstrap"), std::string::npos);
+  EXPECT_TRUE(bleu_chart(two_variants()).series[0].ci.empty());  // no whiskers without
+  EXPECT_NE(viz::render_chart(chart).find("qkv-chart"), std::string::npos);
+}
+
 TEST(ComparisonJson, NamesTheFileAndKeyOfWhatIsWrong) {
   const auto message = [](const std::string& json) {
     try {

@@ -6,11 +6,15 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
+#include "qkv/base/error.h"
 #include "qkv/base/rng.h"
 #include "qkv/data/parallel_corpus.h"
+#include "qkv/decode/force_decode.h"
+#include "qkv/experiment/attention_entropy.h"
 #include "qkv/experiment/resources.h"
 #include "qkv/experiment/samples.h"
 #include "qkv/train/checkpoint.h"
@@ -89,7 +93,9 @@ fs::path RunnerTest::dir_;
 TEST_F(RunnerTest, TrainsTranslatesScoresAndMeasuresAnAttentionModel) {
   const train::TrainingData d = data(/*with_valid=*/true);
   const TestSet test = read_test_set(dir_ / "test.src", dir_ / "test.tgt");
-  const EvalSettings settings{.search = {.beam_size = 2}, .sample_lines = {0, 5, 100}};
+  const EvalSettings settings{.search = {.beam_size = 2},
+                              .sample_lines = {0, 5, 100},
+                              .bootstrap = eval::BootstrapOptions{.samples = 200}};
   const VariantOutcome o = run_variant(plan("rnn:additive", d.vocab), d, test, settings, nullptr);
   const VariantResult& r = o.result;
   EXPECT_EQ(r.name, "rnn:additive");
@@ -108,6 +114,18 @@ TEST_F(RunnerTest, TrainsTranslatesScoresAndMeasuresAnAttentionModel) {
   EXPECT_TRUE(r.bleu_line.starts_with("BLEU|nrefs:1|")) << r.bleu_line;
   EXPECT_EQ(r.by_length.size(), 6u);
   EXPECT_EQ(r.by_length[0].sentences, 24);  // every test sentence has 2..8 words
+  // The bootstrap interval brackets the score, for the set and its one filled bucket.
+  ASSERT_TRUE(r.bleu_low && r.bleu_high);
+  EXPECT_LE(*r.bleu_low, r.bleu);
+  EXPECT_GE(*r.bleu_high, r.bleu);
+  ASSERT_TRUE(r.by_length[0].bleu_low && r.by_length[0].bleu_high);
+  EXPECT_EQ(*r.by_length[0].bleu_low, *r.bleu_low);  // the same sentences, the same seed
+  EXPECT_FALSE(r.by_length[1].bleu_low.has_value());
+  // Attention entropy between one-hot (0) and uniform attention.
+  ASSERT_TRUE(r.attention_entropy && r.attention_entropy_uniform);
+  EXPECT_GE(*r.attention_entropy, 0);
+  EXPECT_LE(*r.attention_entropy, *r.attention_entropy_uniform);
+  EXPECT_GT(*r.attention_entropy_uniform, std::log(2.0));  // sources of 2..8 words plus EOS
   EXPECT_GT(r.decode_sentences_per_second, 0);
   EXPECT_GT(r.peak_rss_bytes, 0);
   EXPECT_GE(r.wall_seconds, r.decode_seconds);
@@ -132,6 +150,97 @@ TEST_F(RunnerTest, NoAttentionModelHasNoSamplesAndNoValidationEvaluatesTheLastMo
   EXPECT_EQ(o.result.evaluated_file, train::kModelFile);
   EXPECT_TRUE(o.samples.empty());
   EXPECT_EQ(o.hypotheses.size(), 7u);
+  EXPECT_FALSE(o.result.attention_entropy.has_value());  // nothing to measure
+  EXPECT_FALSE(o.result.bleu_low.has_value());           // no bootstrap asked for
+}
+
+// --reuse: a model trained earlier is evaluated as run_variant would, keeping the earlier
+// run's training fields.
+TEST_F(RunnerTest, EvaluateVariantScoresAnEarlierModelLikeRunVariant) {
+  const train::TrainingData d = data(/*with_valid=*/false);
+  const TestSet test = read_test_set(dir_ / "test.src", dir_ / "test.tgt");
+  VariantPlan p = plan("rnn:general", d.vocab);
+  p.trainer.after.updates = 12;
+  const EvalSettings settings{.search = {.beam_size = 2}, .sample_lines = {1}};
+  const VariantOutcome trained = run_variant(p, d, test, settings, nullptr);
+  const VariantOutcome again =
+      evaluate_variant(p, trained.result, d.vocab, test, settings, nullptr);
+  EXPECT_EQ(again.hypotheses, trained.hypotheses);
+  EXPECT_EQ(again.result.bleu, trained.result.bleu);
+  EXPECT_EQ(again.result.by_length, trained.result.by_length);
+  EXPECT_EQ(again.result.attention_entropy, trained.result.attention_entropy);
+  EXPECT_EQ(again.result.updates, 12);
+  EXPECT_EQ(again.result.train_tokens, trained.result.train_tokens);
+  EXPECT_EQ(again.sample_lines, trained.sample_lines);
+  EXPECT_GE(again.result.wall_seconds, again.result.train_seconds);
+  // A missing model is the loader's error, not a silent empty result.
+  VariantPlan gone = p;
+  gone.trainer.model_dir = dir_ / "models" / "no-such-model";
+  EXPECT_THROW(evaluate_variant(gone, trained.result, d.vocab, test, settings, nullptr), Error);
+}
+
+double entropy_by_hand(std::span<const float> row) {
+  double h = 0;
+  for (const float w : row)
+    if (w > 0) h += -double(w) * std::log(double(w));
+  return h;
+}
+
+TEST(AttentionEntropy, RowEntropyOfKnownDistributions) {
+  const std::vector<float> uniform4(4, 0.25f), onehot = {0, 1, 0}, half = {0.5f, 0.5f, 0};
+  EXPECT_NEAR(row_entropy(uniform4), std::log(4.0), 1e-12);
+  EXPECT_EQ(row_entropy(onehot), 0.0);
+  EXPECT_NEAR(row_entropy(half), std::log(2.0), 1e-12);
+}
+
+// attention_entropy against a by-hand average over every (layer, head) of rows taken one
+// sentence at a time: batching, padding and the head enumeration must not matter.
+TEST_F(RunnerTest, AttentionEntropyAveragesEveryHeadOverRealTokens) {
+  const data::Vocab vocab = data::Vocab::load(dir_ / "vocab.spm");
+  const TestSet test = read_test_set(dir_ / "test.src", dir_ / "test.tgt");
+  for (const std::string& variant : {std::string("transformer"), std::string("rnn:cosine")}) {
+    models::ModelConfig c = plan(variant, vocab).config;
+    c.dec_depth = 2;
+    auto model = models::make_model(c, 5);
+    const auto h = attention_entropy(*model, vocab, test.sources, test.references, 7);
+    ASSERT_TRUE(h.has_value()) << variant;
+    const int64_t heads = variant == "transformer" ? 2 * 2 : 1;
+    EXPECT_EQ(h->heads, heads) << variant;
+    EXPECT_EQ(h->skipped, 0);
+    double sum = 0, uniform = 0;
+    int64_t rows = 0;
+    for (size_t i = 0; i < test.sources.size(); ++i) {
+      const std::vector<std::vector<int32_t>> src = {vocab.encode(test.sources[i])};
+      const std::vector<std::vector<int32_t>> tgt = {vocab.encode(test.references[i])};
+      const data::Batch b = source_batch(src, c);
+      const auto ts = size_t(b.src_lengths[0]);
+      rows += int64_t(tgt[0].size()) + 1;
+      uniform += double(tgt[0].size() + 1) * std::log(double(ts));
+      for (int64_t l = 0; l < (heads > 1 ? 2 : 1); ++l)
+        for (int64_t hd = 0; hd < (heads > 1 ? 2 : 1); ++hd) {
+          const models::AttentionSelection which =
+              heads > 1 ? models::AttentionSelection{l, hd} : models::AttentionSelection{};
+          const auto att = decode::forced_attention(*model, b.src, b.src_lengths, tgt, which);
+          ASSERT_EQ(att[0].size(), (tgt[0].size() + 1) * ts);
+          for (size_t r = 0; r < att[0].size(); r += ts)
+            sum += entropy_by_hand(std::span(att[0]).subspan(r, ts));
+        }
+    }
+    EXPECT_EQ(h->rows, rows) << variant;
+    EXPECT_NEAR(h->mean, sum / double(rows * heads), 1e-5) << variant;
+    EXPECT_NEAR(h->uniform, uniform / double(rows), 1e-9) << variant;
+    EXPECT_LE(h->mean, h->uniform + 1e-6) << variant;
+  }
+  // A model without attention has none to measure; bad arguments are typed errors.
+  auto none = models::make_model(plan("rnn:none", vocab).config, 5);
+  EXPECT_FALSE(attention_entropy(*none, vocab, test.sources, test.references).has_value());
+  auto model = models::make_model(plan("rnn:dot", vocab).config, 5);
+  EXPECT_THROW(attention_entropy(*model, vocab, test.sources, std::span(test.references).first(3)),
+               ValueError);
+  EXPECT_THROW(attention_entropy(*model, vocab, test.sources, test.references, 0), ConfigError);
+  // Pairs that tokenise to nothing are counted, not measured.
+  const std::vector<std::string> src = {"", test.sources[0]}, ref = {test.references[0], ""};
+  EXPECT_FALSE(attention_entropy(*model, vocab, src, ref).has_value());
 }
 
 // A sentence translates the same in any mini-batch (beam_search's contract), and beam

@@ -30,6 +30,19 @@ TEST(ParseVariants, TransformerMayNameItsAttention) {
   EXPECT_EQ(v[0].name, "transformer");
 }
 
+TEST(ParseVariants, TransformerHeadCounts) {
+  const auto v = parse_variants("transformer:h1,transformer:h8,transformer");
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v[0].name, "transformer:h1");
+  EXPECT_EQ(v[0].heads, 1);
+  EXPECT_EQ(v[1].heads, 8);
+  EXPECT_EQ(v[1].file_name(), "transformer-h8");
+  EXPECT_EQ(v[1].type, models::ModelType::Transformer);
+  EXPECT_EQ(v[1].attention, models::AttentionKind::ScaledDot);
+  EXPECT_TRUE(v[1].attends());
+  EXPECT_EQ(v[2].heads, 0);  // the comparison's --heads
+}
+
 void expect_error(const std::string& list, const std::string& part) {
   try {
     parse_variants(list);
@@ -48,6 +61,10 @@ TEST(ParseVariants, RejectsWhatItCannotTrain) {
   expect_error("rnn:bahdanau", "unknown attention 'bahdanau'");
   expect_error("transformer:additive", "always uses scaled-dot");
   expect_error("rnn:dot,rnn:dot", "listed twice");
+  for (const char* bad : {"transformer:h0", "transformer:h", "transformer:hx", "transformer:h08",
+                          "transformer:8", "transformer:h-2", "transformer:h9999999"})
+    expect_error(bad, "transformer:h<N>");
+  expect_error("transformer:h4,transformer:h4", "listed twice");
 }
 
 }  // namespace

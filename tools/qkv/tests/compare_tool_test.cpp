@@ -32,8 +32,8 @@ TEST_F(CompareTool, PrintsOneTableWithARowPerVariant) {
   const std::string& out = result_.out;
   ASSERT_EQ(lines_starting(out, "variant").size(), 1u) << out;
   const std::string header = lines_starting(out, "variant")[0];
-  for (const char* col : {"BLEU", "chrF2", "BLEU 1-10 (n=", "train tok/s", "decode sent/s",
-                          "params", "peak RSS", "wall"})
+  for (const char* col : {"BLEU", "BLEU 95% CI", "chrF2", "BLEU 1-10 (n=", "attn entropy (uniform)",
+                          "train tok/s", "decode sent/s", "params", "peak RSS", "wall"})
     EXPECT_TRUE(has(header, col)) << col << " missing from: " << header;
   for (const char* v : {"rnn:none ", "rnn:additive ", "transformer "})
     EXPECT_EQ(lines_starting(out, v).size(), 1u) << v << " row missing from:\n" << out;
@@ -99,6 +99,54 @@ TEST_F(CompareTool, RefusesToOverwriteAnEarlierComparisonUnlessAsked) {
   EXPECT_TRUE(has(r.err, "pass --overwrite")) << r.err;
 }
 
+// --reuse on a copy of the comparison: the finished variants are scored again without
+// training (their model files untouched), a new one is trained, the table has all three.
+TEST_F(CompareTool, ReuseScoresEarlierModelsAndTrainsOnlyNewVariants) {
+  ASSERT_EQ(result_.code, 0) << result_.err;
+  const fs::path copy = dir_ / "reused";
+  fs::remove_all(copy);
+  fs::copy(dir_ / "out", copy, fs::copy_options::recursive);
+  const fs::path additive = copy / "models" / "rnn-additive" / "model.best.safetensors";
+  const std::string before = read_text(additive);
+  const auto stamp = fs::last_write_time(additive);
+  std::vector<std::string> args = tiny_compare_args("reused");
+  const auto v = std::find(args.begin(), args.end(), "--variants");
+  *(v + 1) = "rnn:none,rnn:additive,transformer:h1";
+  for (const char* extra : {"--reuse", "--bootstrap", "100"}) args.emplace_back(extra);
+  const ToolResult r = run_qkv(dir_, args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(has(r.err, "[1/3 rnn:none] reusing")) << r.err;
+  EXPECT_TRUE(has(r.err, "[2/3 rnn:additive] reusing")) << r.err;
+  EXPECT_TRUE(has(r.err, "[3/3 transformer:h1] training under --after 30u")) << r.err;
+  EXPECT_TRUE(has(r.err, "from the earlier run (--reuse")) << r.err;  // the vocabulary
+  EXPECT_EQ(read_text(additive), before);
+  EXPECT_EQ(fs::last_write_time(additive), stamp);
+  for (const char* row : {"rnn:none ", "rnn:additive ", "transformer:h1 "})
+    EXPECT_EQ(lines_starting(r.out, row).size(), 1u) << row << " missing from:\n" << r.out;
+  const auto json = nlohmann::json::parse(read_text(copy / "compare.json"));
+  ASSERT_EQ(json["variants"].size(), 3u);
+  EXPECT_EQ(json["variants"][1]["updates"], 30);  // the earlier run's training
+  EXPECT_EQ(json["variants"][2]["model_dir"], "models/transformer-h1");
+  EXPECT_EQ(json["variants"][2]["config"]["heads"], 1);  // --heads 2 overridden
+  EXPECT_TRUE(json["variants"][1]["bleu_low"].is_number());
+  EXPECT_TRUE(json["variants"][2]["attention_entropy"].is_number());
+  EXPECT_TRUE(json["variants"][0]["attention_entropy"].is_null());  // rnn:none
+  EXPECT_TRUE(has(json["notes"].dump(), "Reused (--reuse): rnn:additive, rnn:none"))
+      << json["notes"].dump();
+  // The same scores as the first run: the same models, test set and search.
+  const auto first = nlohmann::json::parse(read_text(dir_ / "out" / "compare.json"));
+  EXPECT_EQ(json["variants"][1]["bleu"], first["variants"][1]["bleu"]);
+
+  // A reused model must match the flags: another size is refused before any training.
+  std::vector<std::string> other = args;
+  *(std::find(other.begin(), other.end(), "--dim-rnn") + 1) = "24";
+  const ToolResult mismatch = run_qkv(dir_, other);
+  EXPECT_EQ(mismatch.code, 2) << mismatch.err;
+  EXPECT_TRUE(has(mismatch.err, "--reuse: ")) << mismatch.err;
+  EXPECT_TRUE(has(mismatch.err, "another configuration")) << mismatch.err;
+  EXPECT_EQ(read_text(additive), before);
+}
+
 class CompareErrors : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = make_corpus_dir("compare_errors"); }
@@ -135,6 +183,8 @@ TEST_F(CompareErrors, FlagMistakesAreUsageErrorsBeforeAnyWork) {
   expect_usage_error(with({"--model", "m"}), "--model: compare writes each variant's model");
   expect_usage_error(with({"--resume"}), "--resume");
   expect_usage_error(with({"--variants", "rnn:bahdanau"}), "unknown attention 'bahdanau'");
+  expect_usage_error(with({"--variants", "transformer:h3"}), "--heads");  // 16 % 3 != 0
+  expect_usage_error(with({"--bootstrap", "-5"}), "--bootstrap");
   expect_usage_error(with({"--test-set", "a", "b"}), "unknown flag --test-set; did you mean");
   expect_usage_error(with({"--dim-embb", "8"}), "did you mean --dim-emb?");
   expect_usage_error(with({"--beam-size", "0"}), "--beam-size");

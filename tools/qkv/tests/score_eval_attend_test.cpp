@@ -101,6 +101,30 @@ TEST_F(DecodeToolTest, EvalPrintsSacreBleuScoresWithSignatures) {
   EXPECT_TRUE(std::regex_match(table[5], std::regex(R"(11-20\s+1\s+\d+\.\d\d\s+\d+\.\d\d)")))
       << table[5];
   EXPECT_TRUE(std::regex_match(table[9], std::regex(R"(50\+\s+0\s+-\s+-)"))) << table[9];
+
+  // --bootstrap: an interval line after BLEU that contains it, and a CI column per bucket.
+  const Result ci =
+      qkv({"eval", "--ref", "ref1.txt", "--by-length", "src.txt", "--bootstrap", "200"},
+          "hyps.txt");
+  ASSERT_EQ(ci.code, 0) << ci.err;
+  const std::vector<std::string> with_ci = lines_of(ci.out);
+  ASSERT_EQ(with_ci.size(), 11u) << ci.out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(with_ci[1], m,
+                               std::regex(R"(BLEU 95% CI = (\d+\.\d\d)-(\d+\.\d\d) )"
+                                          R"(\(percentile bootstrap, 200 resampled test sets\))")))
+      << with_ci[1];
+  std::smatch bleu;
+  ASSERT_TRUE(std::regex_search(with_ci[0], bleu, std::regex(R"( = (\d+\.\d\d) )")));
+  EXPECT_LE(std::stod(m[1]), std::stod(bleu[1]));
+  EXPECT_GE(std::stod(m[2]), std::stod(bleu[1]));
+  EXPECT_TRUE(std::regex_match(with_ci[4], std::regex(R"(length\s+sentences\s+BLEU\s+chrF2\s+95% CI)")))
+      << with_ci[4];
+  EXPECT_TRUE(std::regex_match(
+      with_ci[5], std::regex(R"(1-10\s+2\s+\d+\.\d\d\s+\d+\.\d\d\s+\d+\.\d\d-\d+\.\d\d)")))
+      << with_ci[5];
+  EXPECT_TRUE(std::regex_match(with_ci[10], std::regex(R"(50\+\s+0\s+-\s+-\s+-)"))) << with_ci[10];
+  EXPECT_EQ(qkv({"eval", "--ref", "ref1.txt", "--bootstrap", "-1"}, "hyps.txt").code, 2);
 }
 
 TEST_F(DecodeToolTest, EvalRejectsUnpairedInput) {

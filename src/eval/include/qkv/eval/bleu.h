@@ -80,6 +80,12 @@ BleuScore corpus_bleu(std::span<const std::string> hypotheses,
                       std::span<const std::vector<std::string>> references,
                       const BleuOptions& options = {});
 
+// Each segment's statistics, the terms corpus_bleu() sums: hypotheses [N] -> [N]. For
+// resampling (bootstrap_bleu) and per-segment analysis. Same errors as corpus_bleu.
+std::vector<BleuStats> segment_bleu_stats(std::span<const std::string> hypotheses,
+                                          std::span<const std::vector<std::string>> references,
+                                          const BleuOptions& options = {});
+
 // Sentence BLEU of one hypothesis against its references [R], with sacreBLEU's
 // sentence_bleu defaults (exp smoothing, effective order). Same errors as corpus_bleu.
 BleuScore sentence_bleu(std::string_view hypothesis, std::span<const std::string> references,

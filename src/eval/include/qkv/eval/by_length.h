@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "qkv/eval/bleu.h"
+#include "qkv/eval/bootstrap.h"
 #include "qkv/eval/chrf.h"
 
 namespace qkv::eval {
@@ -26,11 +27,15 @@ struct LengthBucket {
   int64_t count = 0;              // sentences in the bucket
   std::optional<BleuScore> bleu;  // unset when count == 0 (an empty corpus has no score)
   std::optional<ChrfScore> chrf;  // unset when count == 0
+  // BLEU's bootstrap interval over the bucket's sentences, when asked for and count > 0.
+  std::optional<ConfidenceInterval> bleu_ci;
 };
 
 struct ByLengthOptions {
   BleuOptions bleu;
   ChrfOptions chrf;
+  // Set: each bucket's BLEU also gets a bootstrap confidence interval (bootstrap_bleu).
+  std::optional<BootstrapOptions> bootstrap;
 };
 
 // Number of words of a source line: Python's len(line.split()). Throws ValueError when
@@ -52,6 +57,8 @@ std::vector<LengthBucket> score_by_length(std::span<const std::string> sources,
 //   length  sentences   BLEU  chrF2
 //   1-10           12  34.21  56.78
 //   11-20           0      -      -
+// with a "95% CI" column ("31.02-37.40", named by its confidence) when a bucket has an
+// interval.
 std::string format_by_length(std::span<const LengthBucket> buckets);
 
 }  // namespace qkv::eval

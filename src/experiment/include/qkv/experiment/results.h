@@ -31,6 +31,9 @@ struct BucketResult {
   std::string label;  // "1-10", ..., "50+"
   int64_t sentences = 0;
   std::optional<double> bleu, chrf;  // unset for an empty bucket
+  // BLEU's 95% bootstrap interval over the bucket's sentences (unset: empty bucket, or
+  // the comparison ran without --bootstrap).
+  std::optional<double> bleu_low, bleu_high;
   friend bool operator==(const BucketResult&, const BucketResult&) = default;
 };
 
@@ -57,7 +60,13 @@ struct VariantResult {
   int64_t test_skipped = 0;  // sentences not translated (empty hypothesis)
   double bleu = 0, chrf = 0;
   std::string bleu_line, chrf_line;  // sacreBLEU's format with signature
+  std::optional<double> bleu_low, bleu_high;  // 95% bootstrap interval of bleu
   std::vector<BucketResult> by_length;
+  // Attention entropy on the test set (AttentionEntropy): the mean entropy in nats of an
+  // attention row over the real source tokens while the model reads the references, and
+  // that of a uniform row over the same rows (log of the source length). Unset for
+  // rnn:none, and in files written before qkv measured it.
+  std::optional<double> attention_entropy, attention_entropy_uniform;
   double decode_seconds = 0;
   double decode_sentences_per_second = 0;
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@ struct VariantPlan {
 struct EvalSettings {
   SearchSettings search;
   std::vector<size_t> sample_lines;  // test sentences whose attention is recorded
+  // BLEU's bootstrap interval (whole test set and every length bucket); unset: none.
+  std::optional<eval::BootstrapOptions> bootstrap;
+  bool entropy = true;  // measure attention entropy on the test references
 };
 
 struct VariantOutcome {
@@ -43,5 +47,13 @@ struct VariantOutcome {
 // Errors: the trainer's (ConfigError, DivergenceError, IoError), the loader's, search's.
 VariantOutcome run_variant(const VariantPlan& plan, const train::TrainingData& data,
                            const TestSet& test, const EvalSettings& settings, std::ostream* log);
+
+// The evaluation half of run_variant for a model trained earlier (`qkv compare
+// --reuse`): `trained` holds the training fields of that run (from its compare.json);
+// the model in plan.trainer.model_dir is loaded, translated and scored as run_variant
+// does. IoError / the loader's errors when the model is missing or damaged.
+VariantOutcome evaluate_variant(const VariantPlan& plan, VariantResult trained,
+                                const data::Vocab& vocab, const TestSet& test,
+                                const EvalSettings& settings, std::ostream* log);
 
 }  // namespace qkv::experiment

@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "qkv/data/batcher.h"
 #include "qkv/data/vocab.h"
 #include "qkv/eval/by_length.h"
 #include "qkv/models/seq2seq.h"
@@ -25,6 +27,11 @@ struct TestSet {
 // keeps only the first that many pairs. ValueError when no pair is left.
 TestSet read_test_set(const std::filesystem::path& source, const std::filesystem::path& reference,
                       int64_t max_sentences = 0);
+
+// Token rows [N] (ids without BOS/EOS) -> a padded source batch with the EOS `qkv train`
+// appends, as search and teacher forcing take it.
+data::Batch source_batch(const std::vector<std::vector<int32_t>>& rows,
+                         const models::ModelConfig& config);
 
 struct SearchSettings {
   int64_t beam_size = 5;    // 1: greedy search (the same choices, computed faster)
@@ -49,10 +56,13 @@ struct TestScores {
   eval::BleuScore bleu;
   eval::ChrfScore chrf;
   std::vector<eval::LengthBucket> by_length;  // the six buckets of eval::score_by_length
+  std::optional<eval::ConfidenceInterval> bleu_ci;  // with `bootstrap` only
 };
 
 // Corpus BLEU, chrF and both per source-length bucket of `hypotheses` [N] against the
-// test set's references (one reference stream). ValueError when the counts differ.
-TestScores score_translations(const TestSet& test, std::span<const std::string> hypotheses);
+// test set's references (one reference stream); with `bootstrap`, BLEU's bootstrap
+// interval for the whole set and every bucket. ValueError when the counts differ.
+TestScores score_translations(const TestSet& test, std::span<const std::string> hypotheses,
+                              const std::optional<eval::BootstrapOptions>& bootstrap = {});
 
 }  // namespace qkv::experiment
