@@ -69,7 +69,7 @@ std::vector<LengthBucket> score_by_length(std::span<const std::string> sources,
     }
     buckets[b].bleu = corpus_bleu(hyps, refs, options.bleu);
     buckets[b].chrf = corpus_chrf(hyps, refs, options.chrf);
-    if (options.bootstrap)
+    if (options.bootstrap && buckets[b].count >= options.bootstrap_min_sentences)
       buckets[b].bleu_ci = bootstrap_bleu(hyps, refs, options.bleu, *options.bootstrap);
   }
   return buckets;

@@ -36,13 +36,12 @@ double row_entropy(std::span<const float> weights) {
   return h;
 }
 
-std::optional<AttentionEntropy> attention_entropy(models::Seq2Seq& model,
-                                                  const data::Vocab& vocab,
+std::optional<AttentionEntropy> attention_entropy(models::Seq2Seq& model, const data::Vocab& vocab,
                                                   std::span<const std::string> sources,
                                                   std::span<const std::string> references,
                                                   int64_t mini_batch) {
-  QKV_CHECK(sources.size() == references.size(), ValueError, "attention entropy: ",
-            sources.size(), " sources but ", references.size(), " references");
+  QKV_CHECK(sources.size() == references.size(), ValueError, "attention entropy: ", sources.size(),
+            " sources but ", references.size(), " references");
   QKV_CHECK(mini_batch >= 1, ConfigError, "attention entropy: mini-batch ", mini_batch,
             " must be at least 1");
   const models::ModelConfig& config = model.config();

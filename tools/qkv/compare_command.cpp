@@ -65,7 +65,7 @@ cli::OptionSet compare_options() {
                "different model configuration is an error); DIR/vocab.spm is reused too.");
   o.add_int("bootstrap", 1000,
             "Resampled test sets for BLEU's 95% bootstrap confidence intervals (whole test set "
-            "and every length bucket); 0: none.")
+            "and every length bucket of at least 10 sentences); 0: none.")
       .range(0, 1000000)
       .metavar("N");
   o.add_switch("no-entropy",
@@ -177,7 +177,7 @@ int run(Run& r) {
     comparison.notes.push_back("BLEU 95% CI: percentile bootstrap over " +
                                std::to_string(eval.bootstrap->samples) +
                                " resampled test sets (Koehn 2004), for the whole test set and "
-                               "each length bucket (the chart's whiskers).");
+                               "each length bucket of at least 10 sentences (the chart's whiskers).");
   if (eval.entropy)
     comparison.notes.push_back(
         "attn entropy: mean entropy in nats of an attention row over the real source tokens "

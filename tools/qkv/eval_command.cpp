@@ -30,7 +30,8 @@ cli::OptionSet eval_options() {
       .metavar("SRC");
   o.add_int("bootstrap", 0,
             "Also print a 95% bootstrap confidence interval for BLEU (and for each "
-            "--by-length bucket) from this many resampled test sets, e.g. 1000 (0: none).")
+            "--by-length bucket of at least 10 sentences) from this many resampled test "
+            "sets, e.g. 1000 (0: none).")
       .range(0, 1000000)
       .metavar("N");
   return o;

@@ -148,9 +148,15 @@ TEST(Bootstrap, ByLengthBucketsCarryIntervalsWhenAsked) {
   EXPECT_NE(format_by_length(b).find("95% CI"), std::string::npos);
   EXPECT_EQ(format_by_length(score_by_length(sources, c.hyps, c.refs)).find("CI"),
             std::string::npos);
-  EXPECT_THROW(score_by_length(sources, c.hyps, c.refs,
-                               {.bootstrap = BootstrapOptions{.samples = -1}}),
-               ValueError);
+  // Too few sentences for an interval: none, rather than a falsely narrow one.
+  const std::vector<LengthBucket> few = score_by_length(
+      sources, c.hyps, c.refs, {.bootstrap = BootstrapOptions{}, .bootstrap_min_sentences = 21});
+  EXPECT_TRUE(few[0].bleu_ci.has_value());   // 40 sentences
+  EXPECT_FALSE(few[5].bleu_ci.has_value());  // 20 sentences
+  EXPECT_TRUE(few[5].bleu.has_value());
+  EXPECT_THROW(
+      score_by_length(sources, c.hyps, c.refs, {.bootstrap = BootstrapOptions{.samples = -1}}),
+      ValueError);
 }
 
 }  // namespace

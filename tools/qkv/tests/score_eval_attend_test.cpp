@@ -102,10 +102,21 @@ TEST_F(DecodeToolTest, EvalPrintsSacreBleuScoresWithSignatures) {
       << table[5];
   EXPECT_TRUE(std::regex_match(table[9], std::regex(R"(50\+\s+0\s+-\s+-)"))) << table[9];
 
-  // --bootstrap: an interval line after BLEU that contains it, and a CI column per bucket.
+  // --bootstrap: an interval line after BLEU that contains it, and a CI column for the
+  // buckets of at least 10 sentences (12 short ones here: the three pairs four times).
+  std::string hyps12, refs12, src12;
+  for (int k = 0; k < 4; ++k) {
+    hyps12 += kHyps;
+    refs12 += kRef1;
+    src12 += "one two\nthree four five\nsix\n";
+  }
+  src12.replace(0, 7, std::string(15, 'w') + " a b c d e f g h i j k l");  // one of 13 words
+  write("hyps12.txt", hyps12);
+  write("ref12.txt", refs12);
+  write("src12.txt", src12);
   const Result ci =
-      qkv({"eval", "--ref", "ref1.txt", "--by-length", "src.txt", "--bootstrap", "200"},
-          "hyps.txt");
+      qkv({"eval", "--ref", "ref12.txt", "--by-length", "src12.txt", "--bootstrap", "200"},
+          "hyps12.txt");
   ASSERT_EQ(ci.code, 0) << ci.err;
   const std::vector<std::string> with_ci = lines_of(ci.out);
   ASSERT_EQ(with_ci.size(), 11u) << ci.out;
@@ -118,11 +129,15 @@ TEST_F(DecodeToolTest, EvalPrintsSacreBleuScoresWithSignatures) {
   ASSERT_TRUE(std::regex_search(with_ci[0], bleu, std::regex(R"( = (\d+\.\d\d) )")));
   EXPECT_LE(std::stod(m[1]), std::stod(bleu[1]));
   EXPECT_GE(std::stod(m[2]), std::stod(bleu[1]));
+  EXPECT_LT(std::stod(m[1]), std::stod(m[2]));  // the three pairs differ in quality
   EXPECT_TRUE(std::regex_match(with_ci[4], std::regex(R"(length\s+sentences\s+BLEU\s+chrF2\s+95% CI)")))
       << with_ci[4];
   EXPECT_TRUE(std::regex_match(
-      with_ci[5], std::regex(R"(1-10\s+2\s+\d+\.\d\d\s+\d+\.\d\d\s+\d+\.\d\d-\d+\.\d\d)")))
+      with_ci[5], std::regex(R"(1-10\s+11\s+\d+\.\d\d\s+\d+\.\d\d\s+\d+\.\d\d-\d+\.\d\d)")))
       << with_ci[5];
+  // One sentence of 13 words: a score, but no interval from a single sentence.
+  EXPECT_TRUE(std::regex_match(with_ci[6], std::regex(R"(11-20\s+1\s+\d+\.\d\d\s+\d+\.\d\d\s+-)")))
+      << with_ci[6];
   EXPECT_TRUE(std::regex_match(with_ci[10], std::regex(R"(50\+\s+0\s+-\s+-\s+-)"))) << with_ci[10];
   EXPECT_EQ(qkv({"eval", "--ref", "ref1.txt", "--bootstrap", "-1"}, "hyps.txt").code, 2);
 }

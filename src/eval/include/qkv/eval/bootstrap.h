@@ -25,9 +25,9 @@ struct ConfidenceInterval {
 };
 
 struct BootstrapOptions {
-  int64_t samples = 1000;   // resampled test sets, in [1, 1000000]
-  double confidence = 0.95; // share of the resampled scores inside the interval, in (0, 1)
-  uint64_t seed = 12345;    // the same seed gives the same interval
+  int64_t samples = 1000;    // resampled test sets, in [1, 1000000]
+  double confidence = 0.95;  // share of the resampled scores inside the interval, in (0, 1)
+  uint64_t seed = 12345;     // the same seed gives the same interval
 };
 
 // ValueError naming the option when it is out of range.
@@ -38,8 +38,7 @@ void validate(const BootstrapOptions& options);
 // scores of the resampled sets sorted, low at rank floor(a/2 · S), high at rank
 // ceil((1 - a/2) · S) - 1, a = 1 - confidence (S = 1000, 95%: the 26th and the 975th).
 // ValueError for no segments or bad options.
-ConfidenceInterval bootstrap_bleu(std::span<const BleuStats> segments,
-                                  const BleuOptions& bleu = {},
+ConfidenceInterval bootstrap_bleu(std::span<const BleuStats> segments, const BleuOptions& bleu = {},
                                   const BootstrapOptions& options = {});
 
 // The same from texts: hypotheses [N], references [R][N] as in corpus_bleu() (and its

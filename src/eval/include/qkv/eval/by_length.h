@@ -27,15 +27,20 @@ struct LengthBucket {
   int64_t count = 0;              // sentences in the bucket
   std::optional<BleuScore> bleu;  // unset when count == 0 (an empty corpus has no score)
   std::optional<ChrfScore> chrf;  // unset when count == 0
-  // BLEU's bootstrap interval over the bucket's sentences, when asked for and count > 0.
+  // BLEU's bootstrap interval over the bucket's sentences, when asked for and the bucket
+  // holds at least ByLengthOptions::bootstrap_min_sentences.
   std::optional<ConfidenceInterval> bleu_ci;
 };
 
 struct ByLengthOptions {
   BleuOptions bleu;
   ChrfOptions chrf;
-  // Set: each bucket's BLEU also gets a bootstrap confidence interval (bootstrap_bleu).
+  // Set: each bucket's BLEU also gets a bootstrap confidence interval (bootstrap_bleu),
+  // except buckets of fewer than bootstrap_min_sentences sentences: resampling two or
+  // three sentences gives a narrow interval that says nothing about other sentences of
+  // that length, and a narrow whisker would read as certainty.
   std::optional<BootstrapOptions> bootstrap;
+  int64_t bootstrap_min_sentences = 10;
 };
 
 // Number of words of a source line: Python's len(line.split()). Throws ValueError when

@@ -20,11 +20,11 @@
 namespace qkv::experiment {
 
 struct AttentionEntropy {
-  double mean = 0;     // nats: mean row entropy, over rows and (Transformer) heads
-  double uniform = 0;  // nats: mean log Ts over the same rows (a uniform row's entropy)
-  int64_t rows = 0;    // rows per head: every reference token and the EOS step
-  int64_t heads = 0;   // distributions per row: 1 (rnn), decoder layers x heads (transformer)
-  int64_t skipped = 0; // pairs left out: empty after tokenising, or too long for positions
+  double mean = 0;      // nats: mean row entropy, over rows and (Transformer) heads
+  double uniform = 0;   // nats: mean log Ts over the same rows (a uniform row's entropy)
+  int64_t rows = 0;     // rows per head: every reference token and the EOS step
+  int64_t heads = 0;    // distributions per row: 1 (rnn), decoder layers x heads (transformer)
+  int64_t skipped = 0;  // pairs left out: empty after tokenising, or too long for positions
 };
 
 // -sum w log w (natural log, 0 log 0 = 0) in float64. Weights as the model gives them
@@ -36,8 +36,7 @@ double row_entropy(std::span<const float> weights);
 // Transformer every decoder layer's every cross-attention head is measured and averaged.
 // nullopt for a model that does not attend (rnn:none) or when no pair is usable.
 // ValueError when sources and references differ in count; ConfigError for mini_batch < 1.
-std::optional<AttentionEntropy> attention_entropy(models::Seq2Seq& model,
-                                                  const data::Vocab& vocab,
+std::optional<AttentionEntropy> attention_entropy(models::Seq2Seq& model, const data::Vocab& vocab,
                                                   std::span<const std::string> sources,
                                                   std::span<const std::string> references,
                                                   int64_t mini_batch = 32);
