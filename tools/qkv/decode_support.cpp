@@ -127,20 +127,6 @@ int64_t max_source_tokens(const models::ModelConfig& config, int64_t max_length)
   return max_length;
 }
 
-data::Batch source_batch(const std::vector<std::vector<int32_t>>& rows,
-                         const models::ModelConfig& config) {
-  data::TokenizedCorpus corpus;
-  corpus.source = rows;
-  corpus.line_numbers.resize(rows.size());
-  std::vector<int64_t> indices(rows.size());
-  std::iota(indices.begin(), indices.end(), 0);
-  data::BatchOptions options;
-  options.pad_id = int32_t(config.pad_id);
-  options.bos_id = int32_t(config.bos_id);
-  options.eos_id = int32_t(config.eos_id);
-  return data::make_batch(corpus, indices, options);
-}
-
 std::vector<size_t> by_length(const std::vector<std::vector<int32_t>>& rows) {
   std::vector<size_t> order(rows.size());
   std::iota(order.begin(), order.end(), size_t{0});

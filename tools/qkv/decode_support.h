@@ -18,6 +18,7 @@
 #include "qkv/data/batcher.h"
 #include "qkv/data/text_file.h"
 #include "qkv/data/vocab.h"
+#include "qkv/experiment/test_set.h"
 #include "qkv/models/seq2seq.h"
 #include "qkv/train/checkpoint.h"
 
@@ -73,9 +74,8 @@ void warn_line(std::string_view command, int64_t line, std::string_view what,
 int64_t max_source_tokens(const models::ModelConfig& config, int64_t max_length);
 
 // Source rows (ids without EOS) -> a padded batch with the source EOS the model was
-// trained with (data::BatchOptions' default, as `qkv train` uses it).
-data::Batch source_batch(const std::vector<std::vector<int32_t>>& rows,
-                         const models::ModelConfig& config);
+// trained with: experiment's, which `qkv compare` translates with too.
+using experiment::source_batch;
 
 // Indices 0..n-1 ordered by length (stable), so a mini-batch holds similar lengths and
 // little padding; every sentence decodes the same in any batch (beam_search's contract).
