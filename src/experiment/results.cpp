@@ -131,8 +131,9 @@ std::string to_csv(const Comparison& c) {
              (has ? optional_exact(v.by_length[i].bleu_high) : "");
     }
     out += "," + optional_exact(v.attention_entropy) + "," +
-           optional_exact(v.attention_entropy_uniform) + "," + exact(v.decode_seconds) + "," + exact(v.decode_sentences_per_second) + "," +
-           std::to_string(v.peak_rss_bytes) + "," + exact(v.wall_seconds) + "\n";
+           optional_exact(v.attention_entropy_uniform) + "," + exact(v.decode_seconds) + "," +
+           exact(v.decode_sentences_per_second) + "," + std::to_string(v.peak_rss_bytes) + "," +
+           exact(v.wall_seconds) + "\n";
   }
   return out;
 }
@@ -160,9 +161,8 @@ viz::ReportTable summary_table(const Comparison& c) {
   for (const VariantResult& v : c.variants) {
     std::vector<std::string> row = {v.name, fixed(v.bleu, 2)};
     if (with_ci)
-      row.push_back(v.bleu_low && v.bleu_high
-                        ? fixed(*v.bleu_low, 2) + "-" + fixed(*v.bleu_high, 2)
-                        : "-");
+      row.push_back(v.bleu_low && v.bleu_high ? fixed(*v.bleu_low, 2) + "-" + fixed(*v.bleu_high, 2)
+                                              : "-");
     row.push_back(fixed(v.chrf, 2));
     for (const size_t i : buckets) {
       const std::optional<double> b = bucket_bleu(v, i);

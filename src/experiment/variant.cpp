@@ -31,7 +31,8 @@ Variant parse_one(const std::string& entry, std::string_view flag) {
     v.name = "transformer";
     if (attention.empty() || attention == "scaled-dot") return v;
     // transformer:h<N>: digits only, so "h08" and "h+8" do not name the same variant twice.
-    const std::string digits = attention.size() > 1 && attention[0] == 'h' ? attention.substr(1) : "";
+    const std::string digits =
+        attention.size() > 1 && attention[0] == 'h' ? attention.substr(1) : "";
     const bool number = !digits.empty() && digits.size() <= 6 && digits[0] != '0' &&
                         digits.find_first_not_of("0123456789") == std::string::npos;
     QKV_CHECK(number, ConfigError, flag, " ", entry,

@@ -6,8 +6,8 @@
 // The flags are compare's own (below) plus every `qkv train` flag, which applies to each
 // variant alike; --variants sets each one's --type and --attention.
 #include <algorithm>
-#include <map>
 #include <iostream>
+#include <map>
 #include <tuple>
 
 #include "command.h"
@@ -174,10 +174,10 @@ int run(Run& r) {
   experiment::Comparison comparison{.title = p.get<std::string>("title"),
                                     .notes = comparison_notes(r.setup, data, eval.search)};
   if (eval.bootstrap)
-    comparison.notes.push_back("BLEU 95% CI: percentile bootstrap over " +
-                               std::to_string(eval.bootstrap->samples) +
-                               " resampled test sets (Koehn 2004), for the whole test set and "
-                               "each length bucket of at least 10 sentences (the chart's whiskers).");
+    comparison.notes.push_back(
+        "BLEU 95% CI: percentile bootstrap over " + std::to_string(eval.bootstrap->samples) +
+        " resampled test sets (Koehn 2004), for the whole test set and "
+        "each length bucket of at least 10 sentences (the chart's whiskers).");
   if (eval.entropy)
     comparison.notes.push_back(
         "attn entropy: mean entropy in nats of an attention row over the real source tokens "

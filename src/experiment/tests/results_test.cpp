@@ -80,8 +80,8 @@ TEST(ComparisonJson, RoundTripsIntervalsAndEntropy) {
 TEST(ComparisonJson, ReadsFilesWrittenBeforeIntervalsAndEntropy) {
   // An earlier qkv wrote no such keys: they read as unset (a reused comparison's file).
   std::string json = to_json(two_variants());
-  for (const std::string key : {"bleu_low", "bleu_high", "attention_entropy_uniform",
-                                "attention_entropy"}) {
+  for (const std::string key :
+       {"bleu_low", "bleu_high", "attention_entropy_uniform", "attention_entropy"}) {
     const std::string entry = "\"" + key + "\": null,";
     for (size_t at; (at = json.find(entry)) != std::string::npos;) {
       const size_t end = json.find('\n', at);
@@ -94,11 +94,19 @@ TEST(ComparisonJson, ReadsFilesWrittenBeforeIntervalsAndEntropy) {
 
 TEST(SummaryTable, IntervalAndEntropyColumnsWhenMeasured) {
   const viz::ReportTable t = summary_table(with_intervals_and_entropy());
-  const std::vector<std::string> expected = {
-      "variant",          "BLEU",          "BLEU 95% CI",       "chrF2",
-      "BLEU 1-10 (n=20)", "BLEU 11-20 (n=10)", "attn entropy (uniform)", "updates",
-      "train tok/s",      "decode sent/s", "params",            "peak RSS",
-      "wall"};
+  const std::vector<std::string> expected = {"variant",
+                                             "BLEU",
+                                             "BLEU 95% CI",
+                                             "chrF2",
+                                             "BLEU 1-10 (n=20)",
+                                             "BLEU 11-20 (n=10)",
+                                             "attn entropy (uniform)",
+                                             "updates",
+                                             "train tok/s",
+                                             "decode sent/s",
+                                             "params",
+                                             "peak RSS",
+                                             "wall"};
   EXPECT_EQ(t.columns, expected);
   EXPECT_EQ(t.rows[0][2], "9.00-11.75");
   EXPECT_EQ(t.rows[0][6], "-");  // rnn:none has no attention

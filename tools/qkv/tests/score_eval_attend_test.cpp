@@ -130,7 +130,8 @@ TEST_F(DecodeToolTest, EvalPrintsSacreBleuScoresWithSignatures) {
   EXPECT_LE(std::stod(m[1]), std::stod(bleu[1]));
   EXPECT_GE(std::stod(m[2]), std::stod(bleu[1]));
   EXPECT_LT(std::stod(m[1]), std::stod(m[2]));  // the three pairs differ in quality
-  EXPECT_TRUE(std::regex_match(with_ci[4], std::regex(R"(length\s+sentences\s+BLEU\s+chrF2\s+95% CI)")))
+  EXPECT_TRUE(
+      std::regex_match(with_ci[4], std::regex(R"(length\s+sentences\s+BLEU\s+chrF2\s+95% CI)")))
       << with_ci[4];
   EXPECT_TRUE(std::regex_match(
       with_ci[5], std::regex(R"(1-10\s+11\s+\d+\.\d\d\s+\d+\.\d\d\s+\d+\.\d\d-\d+\.\d\d)")))

@@ -59,7 +59,7 @@ struct VariantResult {
   int64_t test_sentences = 0;
   int64_t test_skipped = 0;  // sentences not translated (empty hypothesis)
   double bleu = 0, chrf = 0;
-  std::string bleu_line, chrf_line;  // sacreBLEU's format with signature
+  std::string bleu_line, chrf_line;           // sacreBLEU's format with signature
   std::optional<double> bleu_low, bleu_high;  // 95% bootstrap interval of bleu
   std::vector<BucketResult> by_length;
   // Attention entropy on the test set (AttentionEntropy): the mean entropy in nats of an

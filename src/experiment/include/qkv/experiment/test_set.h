@@ -55,7 +55,7 @@ TestTranslation translate_sentences(models::Seq2Seq& model, const data::Vocab& v
 struct TestScores {
   eval::BleuScore bleu;
   eval::ChrfScore chrf;
-  std::vector<eval::LengthBucket> by_length;  // the six buckets of eval::score_by_length
+  std::vector<eval::LengthBucket> by_length;        // the six buckets of eval::score_by_length
   std::optional<eval::ConfidenceInterval> bleu_ci;  // with `bootstrap` only
 };
 
