@@ -219,8 +219,15 @@ int run(Run& r) {
     });
     std::vector<viz::AttentionMap> maps;
     for (const auto& s : samples) maps.push_back(std::get<2>(s));
-    // After every variant, so an interrupted comparison keeps what it finished.
-    experiment::write_results(r.out, comparison, maps);
+    // After every variant, so an interrupted comparison keeps what it finished; with
+    // --reuse the earlier results of the variants still to come stay in the file too,
+    // so that an interruption never loses a model's training record (a later --reuse
+    // would otherwise have to retrain it).
+    experiment::Comparison snapshot = comparison;
+    for (size_t j = i + 1; j < n; ++j)
+      if (const auto it = r.reused.find(r.variants[j].name); it != r.reused.end())
+        snapshot.variants.push_back(it->second);
+    experiment::write_results(r.out, snapshot, maps);
   }
   std::cout << experiment::format_table(experiment::summary_table(comparison)) << std::flush;
   std::cerr << "[compare] wrote " << (r.out / experiment::kCompareCsv).string() << ", "

@@ -1,6 +1,7 @@
 // qkv compare and qkv report end to end on a tiny corpus: exit codes, the table, the
 // files, and the errors a user can make (each names the flag or file and exits 2 for a
 // usage error, 1 for a runtime error).
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "experiment_tool_util.h"
@@ -145,6 +146,32 @@ TEST_F(CompareTool, ReuseScoresEarlierModelsAndTrainsOnlyNewVariants) {
   EXPECT_TRUE(has(mismatch.err, "--reuse: ")) << mismatch.err;
   EXPECT_TRUE(has(mismatch.err, "another configuration")) << mismatch.err;
   EXPECT_EQ(read_text(additive), before);
+}
+
+// An interrupted --reuse run (here: a damaged model file) keeps the earlier training
+// record of every variant it had not finished, so nothing has to be retrained.
+TEST_F(CompareTool, InterruptedReuseKeepsTheEarlierRecordOfPendingVariants) {
+  ASSERT_EQ(result_.code, 0) << result_.err;
+  const fs::path copy = dir_ / "interrupted";
+  fs::remove_all(copy);
+  fs::copy(dir_ / "out", copy, fs::copy_options::recursive);
+  {
+    std::ofstream damage(copy / "models" / "rnn-additive" / "model.best.safetensors",
+                         std::ios::trunc);
+    damage << "not a model";
+  }
+  std::vector<std::string> args = tiny_compare_args("interrupted");
+  args.emplace_back("--reuse");
+  const ToolResult r = run_qkv(dir_, args);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_TRUE(has(r.err, "model.best.safetensors")) << r.err;
+  const auto json = nlohmann::json::parse(read_text(copy / "compare.json"));
+  ASSERT_EQ(json["variants"].size(), 3u) << json.dump();
+  EXPECT_EQ(json["variants"][0]["name"], "rnn:none");  // scored again
+  EXPECT_TRUE(json["variants"][0]["bleu_low"].is_number());
+  EXPECT_EQ(json["variants"][1]["name"], "rnn:additive");  // the earlier record
+  EXPECT_EQ(json["variants"][2]["name"], "transformer");
+  EXPECT_EQ(json["variants"][2]["updates"], 30);
 }
 
 class CompareErrors : public ::testing::Test {
