@@ -34,8 +34,8 @@ def measure(qkv, model, lines, layer=None, head=None):
             eos += 1.0 - sum(weights)
             peak += max(weights)
             rows += 1
-    if rows == 0:
-        raise SystemExit(f"{model}: no alignment rows (does the model attend?)")
+    if rows == 0:  # every translation empty (an untrained model), or no attention
+        return None
     return eos / rows, peak / rows, rows
 
 
@@ -51,15 +51,16 @@ def main():
     with open(a.src, encoding="utf-8") as f:
         lines = [l.rstrip("\n") for l in f][: a.count]
     if a.layers == 0:
-        eos, peak, rows = measure(a.qkv, a.model, lines)
-        print(f"{a.model}: eos {eos:.3f} peak {peak:.3f} ({rows} target words)")
+        m = measure(a.qkv, a.model, lines)
+        print(f"{a.model}: " + ("no target words to measure" if m is None else
+                                f"eos {m[0]:.3f} peak {m[1]:.3f} ({m[2]} target words)"))
         return
     print(f"{a.model}: per layer and head, eos share / peak weight")
     for layer in range(a.layers):
         cells = []
         for head in range(a.heads):
-            eos, peak, _ = measure(a.qkv, a.model, lines, layer, head)
-            cells.append(f"h{head} {eos:.2f}/{peak:.2f}")
+            m = measure(a.qkv, a.model, lines, layer, head)
+            cells.append(f"h{head} -" if m is None else f"h{head} {m[0]:.2f}/{m[1]:.2f}")
         print(f"layer {layer}: " + "  ".join(cells))
 
 

@@ -26,10 +26,12 @@
 #   VOCAB1=8000 VOCAB2=4000 joint SentencePiece vocabulary sizes of items 1 and 2
 #   MAX_SENTENCES=0         first N pairs of every corpus (0: all); e.g. 2000 for a smoke run
 #   GRADFLOW_SENTENCES=500  pairs measured by item 3
+#   EOS_SENTENCES=200       sentences item 5 measures the attention on </s> over
 # With the defaults on 2 cores: items 1 and 2 side by side ~2 h (item 1's Transformer
 # dominates), items 3, 5 and 4 a few minutes each. Each command's wall time goes to
 # OUT/timings.txt. A smoke run (a few minutes):
-#   MAX_SENTENCES=2000 VOCAB1=1000 VOCAB2=1000 BUDGET1=20u BUDGET2=20u OUT=/tmp/smoke scripts/run_experiments.sh
+#   MAX_SENTENCES=300 VOCAB1=500 VOCAB2=500 BUDGET1=20u BUDGET2=20u GRADFLOW_SENTENCES=50 \
+#     EOS_SENTENCES=10 OUT=/tmp/smoke scripts/run_experiments.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD:-build/release}
@@ -41,6 +43,7 @@ max_sentences=${MAX_SENTENCES:-0}
 vocab1=${VOCAB1:-8000}
 vocab2=${VOCAB2:-4000}
 gradflow_sentences=${GRADFLOW_SENTENCES:-500}
+eos_sentences=${EOS_SENTENCES:-200}
 qkv="$build/tools/qkv/qkv"
 wmt=../shared/data/wmt_deen
 m30k=data/multi30k
@@ -158,25 +161,26 @@ item5() {
     "$qkv" translate --model "$out/2-variants/models/$m" --alignment hard --threads "$threads" \
       < "$dir/m30k.en" > "$dir/m30k-$m.align"
   done
-  # Attention on the source </s> and its peak weight, per model and head (200 sentences).
-  zcat -f "$m30k/test_2016_flickr.en.gz" | head -200 > "$dir/m30k200.en"
-  zcat -f "$wmt/dev.de.gz" | head -200 > "$dir/wmt200.de"
+  # Attention on the source </s> and its peak weight, per model and head.
+  # (awk, not head: head would close the pipe early, and pipefail would stop the script)
+  zcat -f "$m30k/test_2016_flickr.en.gz" | awk -v n="$eos_sentences" 'NR <= n' > "$dir/m30k200.en"
+  zcat -f "$wmt/dev.de.gz" | awk -v n="$eos_sentences" 'NR <= n' > "$dir/wmt200.de"
   : > "$dir/eos-share.txt"
   for m in rnn-dot rnn-general rnn-additive; do
     [[ -d $out/2-variants/models/$m ]] &&
-      scripts/attention_eos_share.py "$qkv" "$out/2-variants/models/$m" "$dir/m30k200.en" 200 >> "$dir/eos-share.txt"
+      scripts/attention_eos_share.py "$qkv" "$out/2-variants/models/$m" "$dir/m30k200.en" "$eos_sentences" >> "$dir/eos-share.txt"
   done
   for h in 4 8; do
     [[ -d $out/2-variants/models/transformer-h$h ]] &&
-      scripts/attention_eos_share.py "$qkv" "$out/2-variants/models/transformer-h$h" "$dir/m30k200.en" 200 \
+      scripts/attention_eos_share.py "$qkv" "$out/2-variants/models/transformer-h$h" "$dir/m30k200.en" "$eos_sentences" \
         --layers 3 --heads "$h" >> "$dir/eos-share.txt"
   done
   for m in rnn-general rnn-additive; do
     [[ -d $out/1-bottleneck/models/$m ]] &&
-      scripts/attention_eos_share.py "$qkv" "$out/1-bottleneck/models/$m" "$dir/wmt200.de" 200 >> "$dir/eos-share.txt"
+      scripts/attention_eos_share.py "$qkv" "$out/1-bottleneck/models/$m" "$dir/wmt200.de" "$eos_sentences" >> "$dir/eos-share.txt"
   done
   [[ -d $out/1-bottleneck/models/transformer ]] &&
-    scripts/attention_eos_share.py "$qkv" "$out/1-bottleneck/models/transformer" "$dir/wmt200.de" 200 \
+    scripts/attention_eos_share.py "$qkv" "$out/1-bottleneck/models/transformer" "$dir/wmt200.de" "$eos_sentences" \
       --layers 3 --heads 4 >> "$dir/eos-share.txt"
 
   for m in rnn-additive rnn-general transformer; do
