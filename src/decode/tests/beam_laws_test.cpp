@@ -243,6 +243,38 @@ TEST_P(BeamLaws, KeptAttentionIsForcedAttention) {
   }
 }
 
+// One pass for every distribution gives, block by block, what a pass per (layer, head)
+// gives; the targets differ in length so rows end at different steps.
+TEST_P(BeamLaws, AllForcedAttentionIsEachSelectionInOnePass) {
+  const models::ModelConfig& c = model_->config();
+  const Source s = pad(random_sentences(4, 9));
+  const std::vector<std::vector<int32_t>> targets = {{4, 5, 6}, {}, {7, 8, 9, 10, 11}, {12}};
+  const AllForcedAttention all = forced_attention_all(*model_, s.src, s.lengths, targets);
+  ASSERT_EQ(all.rows.size(), targets.size());
+  if (!attends(c)) {
+    EXPECT_EQ(all.distributions, 0);
+    for (const auto& r : all.rows) EXPECT_TRUE(r.empty());
+    return;
+  }
+  std::vector<models::AttentionSelection> each = {{}};
+  if (c.type == ModelType::Transformer) {
+    each.clear();
+    for (int64_t l = 0; l < c.dec_depth; ++l)
+      for (int64_t h = 0; h < c.heads; ++h) each.push_back({l, h});
+  }
+  ASSERT_EQ(all.distributions, int64_t(each.size()));
+  for (size_t d = 0; d < each.size(); ++d) {
+    const auto one = forced_attention(*model_, s.src, s.lengths, targets, each[d]);
+    for (size_t b = 0; b < targets.size(); ++b) {
+      const size_t block = (targets[b].size() + 1) * size_t(s.lengths[b]);
+      ASSERT_EQ(one[b].size(), block);
+      ASSERT_EQ(all.rows[b].size(), block * each.size());
+      for (size_t i = 0; i < block; ++i)
+        ASSERT_EQ(all.rows[b][d * block + i], one[b][i]) << "distribution " << d << " row " << b;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllKinds, BeamLaws, ::testing::ValuesIn(variants()),
                          [](const ::testing::TestParamInfo<Variant>& p) { return p.param.name; });
 

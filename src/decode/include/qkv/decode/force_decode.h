@@ -32,4 +32,17 @@ std::vector<std::vector<float>> forced_attention(models::Seq2Seq& model, const T
                                                  std::span<const std::vector<int32_t>> targets,
                                                  const models::AttentionSelection& which);
 
+// Every attention distribution in one teacher-forced pass: for a Transformer each decoder
+// layer's each cross-attention head (layer-major: distribution d = layer * heads + head),
+// for an attending rnn its one attention. rows[b] holds `distributions` blocks of
+// [T_b + 1, Ts_b] row-major, block d equal to what forced_attention gives for
+// {layer, head}. distributions = 0 and empty rows for a model that does not attend.
+struct AllForcedAttention {
+  int64_t distributions = 0;
+  std::vector<std::vector<float>> rows;
+};
+AllForcedAttention forced_attention_all(models::Seq2Seq& model, const Tensor& src,
+                                        std::span<const int64_t> src_lengths,
+                                        std::span<const std::vector<int32_t>> targets);
+
 }  // namespace qkv::decode

@@ -76,6 +76,10 @@ struct StepOutput {
   // [B, Ts] when asked for and the model attends (else undefined): the weights over the
   // source, summing to 1 over the real tokens and 0 on padding.
   Tensor attention;
+  // A Transformer, when want_attention: every decoder layer's cross-attention, all heads,
+  // [B, H, Ts] per layer (`attention` is picked from these), so one pass can measure every
+  // head. Empty for an rnn (its one attention is `attention`).
+  std::vector<Tensor> layer_attention;
 };
 
 // Which attention a Transformer step reports: the cross-attention of decoder `layer`
