@@ -177,10 +177,6 @@ std::vector<Hypothesis> best_of(const Sentence& s, int32_t eos_id,
   return all;
 }
 
-bool attends(const models::ModelConfig& c) {
-  return c.type == models::ModelType::Transformer || c.attention != models::AttentionKind::None;
-}
-
 }  // namespace
 
 int64_t max_target_length(const BeamSearchOptions& options, int64_t source_length,
@@ -215,8 +211,8 @@ std::vector<std::vector<Hypothesis>> beam_search(models::Seq2Seq& model, const T
                                                  const BeamSearchOptions& options) {
   validate(options);
   const models::ModelConfig& config = model.config();
-  QKV_CHECK(options.coverage_penalty == 0 || attends(config), ConfigError, "coverage penalty ",
-            options.coverage_penalty,
+  QKV_CHECK(options.coverage_penalty == 0 || models::attends(config), ConfigError,
+            "coverage penalty ", options.coverage_penalty,
             " needs a model with attention; this one is an rnn without attention");
   if (src_lengths.empty()) return {};
   check_beam_search_memory(config, options, int64_t(src_lengths.size()), src.dim(1));

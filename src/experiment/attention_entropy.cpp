@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <vector>
 
 #include "qkv/base/error.h"
@@ -10,14 +9,6 @@
 #include "qkv/experiment/test_set.h"
 
 namespace qkv::experiment {
-namespace {
-
-bool attends(const models::ModelConfig& config) {
-  return config.type == models::ModelType::Transformer ||
-         config.attention != models::AttentionKind::None;
-}
-
-}  // namespace
 
 double row_entropy(std::span<const float> weights) {
   double h = 0;
@@ -35,12 +26,9 @@ std::optional<AttentionEntropy> attention_entropy(models::Seq2Seq& model, const 
   QKV_CHECK(mini_batch >= 1, ConfigError, "attention entropy: mini-batch ", mini_batch,
             " must be at least 1");
   const models::ModelConfig& config = model.config();
-  if (!attends(config)) return std::nullopt;
+  if (!models::attends(config)) return std::nullopt;
   model.set_training(false);
-  // A Transformer's positions hold the source and its EOS, the target and its BOS.
-  const int64_t max_tokens = config.type == models::ModelType::Transformer
-                                 ? config.max_positions - 1
-                                 : std::numeric_limits<int64_t>::max();
+  const int64_t max_tokens = models::max_sequence_tokens(config);
   AttentionEntropy out;
   std::vector<std::vector<int32_t>> src(sources.size()), tgt(sources.size());
   std::vector<size_t> usable;

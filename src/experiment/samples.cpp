@@ -30,8 +30,7 @@ std::optional<viz::AttentionMap> attention_sample(models::Seq2Seq& model, const 
                                                   const SearchSettings& settings,
                                                   std::string title) {
   const models::ModelConfig& c = model.config();
-  if (c.type == models::ModelType::Rnn && c.attention == models::AttentionKind::None)
-    return std::nullopt;
+  if (!models::attends(c)) return std::nullopt;
   const std::vector<int32_t> ids = vocab.encode(source);
   if (ids.empty()) return std::nullopt;
   model.set_training(false);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
 #include <numeric>
 
 #include "qkv/base/error.h"
@@ -83,10 +82,7 @@ TestTranslation translate_sentences(models::Seq2Seq& model, const data::Vocab& v
   decode::validate(options);
   model.set_training(false);
   const models::ModelConfig& config = model.config();
-  // A Transformer's positions cover the source and its EOS.
-  const int64_t max_tokens = config.type == models::ModelType::Transformer
-                                 ? config.max_positions - 1
-                                 : std::numeric_limits<int64_t>::max();
+  const int64_t max_tokens = models::max_sequence_tokens(config);
   const auto start = std::chrono::steady_clock::now();
   TestTranslation t;
   t.hypotheses.resize(sources.size());

@@ -64,7 +64,10 @@ std::string Variant::file_name() const {
 }
 
 bool Variant::attends() const noexcept {
-  return type == models::ModelType::Transformer || attention != models::AttentionKind::None;
+  models::ModelConfig config;
+  config.type = type;
+  config.attention = attention;
+  return models::attends(config);
 }
 
 std::vector<Variant> parse_variants(std::string_view list, std::string_view flag) {

@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <utility>
@@ -187,6 +188,15 @@ void validate(const ModelConfig& c) {
               "not ",
               to_string(c.attention));
   }
+}
+
+bool attends(const ModelConfig& c) noexcept {
+  return c.type == ModelType::Transformer || c.attention != AttentionKind::None;
+}
+
+int64_t max_sequence_tokens(const ModelConfig& c) noexcept {
+  return c.type == ModelType::Transformer ? c.max_positions - 1
+                                          : std::numeric_limits<int64_t>::max();
 }
 
 std::string to_json(const ModelConfig& c, int indent) {

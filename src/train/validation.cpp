@@ -52,9 +52,7 @@ void Trainer::State::prepare_validation() {
       " targets and ", data.valid->references.size(), " references");
   // The Transformer's position table bounds what it can read (source + EOS, BOS + target).
   const models::ModelConfig& c = model->config();
-  const size_t limit = c.type == models::ModelType::Transformer
-                           ? size_t(std::max<int64_t>(c.max_positions - 1, 1))
-                           : std::numeric_limits<size_t>::max();
+  const auto limit = size_t(std::max<int64_t>(models::max_sequence_tokens(c), 1));
   data::TokenizedCorpus kept;
   for (size_t i = 0; i < all.source.size(); ++i) {
     if (all.source[i].size() > limit || all.target[i].size() > limit) continue;

@@ -122,9 +122,7 @@ void warn_line(std::string_view command, int64_t line, std::string_view what,
 }
 
 int64_t max_source_tokens(const models::ModelConfig& config, int64_t max_length) {
-  if (config.type == models::ModelType::Transformer)
-    return std::min(max_length, config.max_positions - 1);
-  return max_length;
+  return std::min(max_length, models::max_sequence_tokens(config));
 }
 
 std::vector<size_t> by_length(const std::vector<std::vector<int32_t>>& rows) {

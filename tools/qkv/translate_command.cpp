@@ -95,8 +95,7 @@ decode::BeamSearchOptions search_options(const cli::ParsedOptions& p,
     QKV_CHECK(o.n_best <= o.beam_size, ConfigError, "--n-best ", o.n_best, " exceeds --beam-size ",
               o.beam_size, "; the search keeps only beam-size hypotheses (raise --beam-size)");
   }
-  const bool attends =
-      c.type == models::ModelType::Transformer || c.attention != models::AttentionKind::None;
+  const bool attends = models::attends(c);
   QKV_CHECK(attends || o.coverage_penalty == 0, ConfigError, "--coverage-penalty ",
             o.coverage_penalty, ": the model is an rnn without attention, which has no coverage");
   QKV_CHECK(attends || !p.has("alignment"), ConfigError, "--alignment ",

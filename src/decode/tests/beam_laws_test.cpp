@@ -17,6 +17,7 @@
 namespace qkv::decode {
 namespace {
 
+using models::attends;
 using models::AttentionKind;
 using models::CellType;
 using models::ModelType;
@@ -88,10 +89,6 @@ Source pad(const std::vector<std::vector<float>>& rows) {
   }
   s.src = Tensor::from({int64_t(rows.size()), int64_t(width)}, ids);
   return s;
-}
-
-bool attends(const models::ModelConfig& c) {
-  return c.type == ModelType::Transformer || c.attention != AttentionKind::None;
 }
 
 class BeamLaws : public ::testing::TestWithParam<Variant> {

@@ -3,8 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <vector>
 
+#include "qkv/base/error.h"
+#include "qkv/models/seq2seq.h"
 #include "test_util.h"
 
 namespace qkv::models {
@@ -143,6 +147,45 @@ TEST(ConfigValidation, RejectsBadValuesNamingTheKey) {
   EXPECT_TRUE(throws_with<ConfigError>([&] { validate(rnn); }, {"input_feeding", "not none"}));
   rnn.attention = AttentionKind::General;
   EXPECT_NO_THROW(validate(rnn));
+}
+
+TEST(ConfigQueries, AttendsUnlessAnRnnWithoutAttention) {
+  ModelConfig c;
+  EXPECT_TRUE(attends(c));  // the default Transformer
+  c.type = ModelType::Rnn;
+  for (const AttentionKind a : {AttentionKind::Dot, AttentionKind::ScaledDot, AttentionKind::Cosine,
+                                AttentionKind::General, AttentionKind::Additive}) {
+    c.attention = a;
+    EXPECT_TRUE(attends(c)) << to_string(a);
+  }
+  c.attention = AttentionKind::None;
+  EXPECT_FALSE(attends(c));
+}
+
+// The limit is the model's own: a Transformer encodes max_sequence_tokens tokens plus
+// their EOS and refuses one more; an rnn has none.
+TEST(ConfigQueries, MaxSequenceTokensIsWhatATransformerEncodes) {
+  ModelConfig c;
+  c.vocab_size = 16;
+  c.dim_emb = 8;
+  c.heads = 2;
+  c.dim_ffn = 8;
+  c.enc_depth = 1;
+  c.dec_depth = 1;
+  c.max_positions = 6;
+  ASSERT_EQ(max_sequence_tokens(c), 5);
+  const auto model = make_model(c, 1);
+  const auto source = [](int64_t tokens) {  // tokens words, then EOS
+    std::vector<float> ids(size_t(tokens), 5.0f);
+    ids.push_back(3.0f);
+    return Tensor::from({1, tokens + 1}, ids);
+  };
+  const std::vector<int64_t> fits = {max_sequence_tokens(c) + 1};
+  EXPECT_NO_THROW(model->encode(source(max_sequence_tokens(c)), fits));
+  const std::vector<int64_t> over = {max_sequence_tokens(c) + 2};
+  EXPECT_THROW(model->encode(source(max_sequence_tokens(c) + 1), over), ValueError);
+  c.type = ModelType::Rnn;
+  EXPECT_EQ(max_sequence_tokens(c), std::numeric_limits<int64_t>::max());
 }
 
 }  // namespace

@@ -53,6 +53,16 @@ struct ModelConfig {
 // attention than scaled-dot.
 void validate(const ModelConfig& config);
 
+// Whether the model attends over the source: every Transformer, and an rnn unless its
+// attention is none. Heatmaps, alignments, attention entropy and the coverage penalty
+// need it.
+bool attends(const ModelConfig& config) noexcept;
+
+// The most tokens a source or a target may have, without the EOS or BOS the model adds:
+// a Transformer's position table holds max_positions, one of them taken by the EOS
+// (source) or the BOS (target); an rnn reads any length (INT64_MAX).
+int64_t max_sequence_tokens(const ModelConfig& config) noexcept;
+
 // {"type": "rnn", "attention": "general", ...}: every key, always. indent < 0: one line.
 std::string to_json(const ModelConfig& config, int indent = -1);
 // Parses and validates to_json's format. ConfigError for malformed JSON, a value of the
