@@ -32,12 +32,16 @@ function(qkv_warnings target)
   endif()
 endfunction()
 
-# qkv_test(NAME SOURCES ... LIBS ...): a GoogleTest executable registered with CTest.
+# qkv_test(NAME SOURCES ... LIBS ... [TIMEOUT seconds]): a GoogleTest executable
+# registered with CTest; each of its tests may run TIMEOUT seconds (default 300).
 function(qkv_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
   qkv_warnings(${name})
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
-                       PROPERTIES TIMEOUT 300)
+                       PROPERTIES TIMEOUT ${ARG_TIMEOUT})
 endfunction()
