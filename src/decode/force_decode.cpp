@@ -132,7 +132,7 @@ AllForcedAttention forced_attention_all(models::Seq2Seq& model, const Tensor& sr
   std::vector<std::vector<std::vector<float>>> blocks;
   bool attends = true;
   forced_steps(
-      model, src, src_lengths, targets, {}, "forced_attention_all",
+      model, src, src_lengths, targets, {.every_layer = true}, "forced_attention_all",
       [&](int64_t t, const models::StepOutput& step) {
         if (!step.attention.defined()) {
           attends = false;

@@ -54,18 +54,22 @@ class TransformerLayers {
     for (size_t l = 0; l < decoder_.size(); ++l) decoder_[l].prepare(memory, caches[l]);
   }
 
-  // prev_ids [B] at position t -> logits [B, V]. weights (optional) receives every
-  // layer's cross-attention weights [B, H, Ts]: the context is the same either way (the
-  // weights are recomputed from the fused kernel's row statistics), so asking costs little.
+  // prev_ids [B] at position t -> logits [B, V]. weights (optional) receives, one entry
+  // per layer, the cross-attention weights [B, H, Ts] of layer `weights_layer`, or of
+  // every layer when weights_layer < 0 (the others stay undefined). The context is the
+  // same either way: the weights are recomputed from the fused kernel's row statistics.
   Variable step(const Tensor& prev_ids, int64_t t, std::vector<LayerCache>& caches,
-                std::span<const int64_t> lengths, std::vector<Tensor>* weights) {
+                std::span<const int64_t> lengths, std::vector<Tensor>* weights,
+                int64_t weights_layer) {
     check_length("decoding", t + 1);
     const Tensor ids = prev_ids.reshape({prev_ids.dim(0), 1});
     Variable x = decoder_dropout_.forward(positions_.forward(tables_.target(ids), t));
     if (weights) weights->assign(decoder_.size(), Tensor());
-    for (size_t l = 0; l < decoder_.size(); ++l)
+    for (size_t l = 0; l < decoder_.size(); ++l) {
+      const bool want = weights && (weights_layer < 0 || int64_t(l) == weights_layer);
       x = decoder_[l].step(x, caches[l], lengths, decoder_dropout_,
-                           weights ? &(*weights)[l] : nullptr);
+                           want ? &(*weights)[l] : nullptr);
+    }
     const Variable logits = tables_.project(decoder_norm_.forward(x));  // [B, 1, V]
     return autograd::reshape(logits, {prev_ids.dim(0), config_.vocab_size});
   }
@@ -172,11 +176,16 @@ StepOutput Transformer::step(const Tensor& prev_ids, DecoderState& state, bool w
   detail::check_step_ids(prev_ids, s->batch_size());
   const autograd::NoGradGuard no_grad;
   const int64_t layer = which.layer < 0 ? config_.dec_depth - 1 : which.layer;
+  std::vector<Tensor> weights;  // per layer [B, H, Ts]
+  const autograd::Variable logits =
+      layers_->step(prev_ids, s->t, s->caches, s->lengths, want_attention ? &weights : nullptr,
+                    which.every_layer ? -1 : layer);
   StepOutput out;
-  const autograd::Variable logits = layers_->step(prev_ids, s->t, s->caches, s->lengths,
-                                                  want_attention ? &out.layer_attention : nullptr);
   out.log_probs = ops::log_softmax(logits.value());
-  if (want_attention) out.attention = pick_head(out.layer_attention[size_t(layer)], which.head);
+  if (want_attention) {
+    out.attention = pick_head(weights[size_t(layer)], which.head);
+    if (which.every_layer) out.layer_attention = std::move(weights);
+  }
   ++s->t;
   return out;
 }

@@ -97,6 +97,32 @@ TEST(TransformerAttention, PerLayerAndHead) {
   EXPECT_FALSE(all_close(h0.attention[1], h1.attention[1], 1e-4, 0));
 }
 
+// Every layer's every head comes only when asked for (search asks for attention at every
+// step and needs one layer); asking changes neither the prediction nor the selected row.
+TEST(TransformerAttention, EveryLayerOnlyWhenAsked) {
+  const ModelConfig config = tiny_transformer();
+  const auto model = make_model(config, 9);
+  model->set_training(false);
+  const Batch batch = sample_batch();
+  const Tensor bos = Tensor::full({batch.src.dim(0)}, float(config.bos_id));
+  const auto first_step = [&](const AttentionSelection& which) {
+    const EncoderOutput encoded = model->encode(batch.src, batch.src_lengths);
+    const std::unique_ptr<DecoderState> state = model->initial_state(encoded);
+    return model->step(bos, *state, true, which);
+  };
+  const StepOutput one = first_step({.layer = 0, .head = 1});
+  EXPECT_TRUE(one.layer_attention.empty());
+  const StepOutput all = first_step({.layer = 0, .head = 1, .every_layer = true});
+  ASSERT_EQ(int64_t(all.layer_attention.size()), config.dec_depth);
+  for (const Tensor& w : all.layer_attention)
+    EXPECT_EQ(w.shape(), Shape({batch.src.dim(0), config.heads, batch.src.dim(1)}));
+  EXPECT_TRUE(qkv::testing::bitwise_equal(one.log_probs, all.log_probs));
+  EXPECT_TRUE(qkv::testing::bitwise_equal(one.attention, all.attention));
+  const Tensor& l0 = all.layer_attention[0];
+  EXPECT_TRUE(qkv::testing::bitwise_equal(
+      l0.slice(1, 1, 2).contiguous().reshape({l0.dim(0), l0.dim(2)}), one.attention));
+}
+
 // RnnLayers' additive attention precomputes U·h_j once per source; the result must be
 // attention::attend()'s Bahdanau attention with the same parameters, in float64.
 TEST(AdditiveAttention, PrecomputedKeysEqualAttend) {

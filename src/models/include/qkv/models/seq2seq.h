@@ -76,9 +76,9 @@ struct StepOutput {
   // [B, Ts] when asked for and the model attends (else undefined): the weights over the
   // source, summing to 1 over the real tokens and 0 on padding.
   Tensor attention;
-  // A Transformer, when want_attention: every decoder layer's cross-attention, all heads,
-  // [B, H, Ts] per layer (`attention` is picked from these), so one pass can measure every
-  // head. Empty for an rnn (its one attention is `attention`).
+  // A Transformer, when want_attention and AttentionSelection::every_layer: every decoder
+  // layer's cross-attention, all heads, [B, H, Ts] per layer, so one pass can measure
+  // every head. Else empty (an rnn's one attention is `attention`).
   std::vector<Tensor> layer_attention;
 };
 
@@ -88,6 +88,9 @@ struct StepOutput {
 struct AttentionSelection {
   int64_t layer = -1;
   int64_t head = -1;
+  // A Transformer also fills StepOutput::layer_attention. Off by default: search asks
+  // for attention at every step (coverage penalty, alignments) and needs one layer.
+  bool every_layer = false;
 };
 
 class Seq2Seq {
