@@ -46,6 +46,7 @@ std::string annotations(const Option& o) {
     std::replace(r.begin(), r.end(), ' ', kNoBreak);  // keep "[1, 1000]" on one line
     parts.push_back("range " + r);
   }
+  if (o.is_repeatable()) parts.push_back("repeatable");
   if (o.is_required()) {
     parts.push_back("required");
   } else if (o.default_value()) {

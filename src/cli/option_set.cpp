@@ -54,6 +54,13 @@ Option& Option::required() {
   return *this;
 }
 
+Option& Option::repeatable() {
+  QKV_CHECK(type_ == OptionType::StringList, InternalError, "--", name_,
+            ": only a list option can be repeatable");
+  repeatable_ = true;
+  return *this;
+}
+
 Option& Option::metavar(std::string name) {
   metavar_ = std::move(name);
   return *this;
@@ -198,20 +205,28 @@ const Option* OptionSet::find_short(char short_name) const {
 }
 
 std::string OptionSet::closest_name(std::string_view name) const {
-  // Typos of short names are more often a different word: allow fewer edits.
-  const size_t max_edits = name.size() <= 4 ? 1 : name.size() <= 10 ? 2 : 3;
-  const Option* best = nullptr;
+  std::vector<std::string> names;
+  names.reserve(options_.size());
+  for (const Option& o : options_) names.push_back(o.name());
+  return closest_word(name, names);
+}
+
+std::string closest_word(std::string_view word, const std::vector<std::string>& candidates) {
+  // Typos of short words are more often a different word: allow fewer edits.
+  const size_t max_edits = word.size() <= 4 ? 1 : word.size() <= 10 ? 2 : 3;
+  const std::string* best = nullptr;
   size_t best_edits = max_edits + 1;
-  for (const Option& o : options_) {
-    const size_t d = detail::edit_distance(name, o.name());
-    if (d < best_edits) best = &o, best_edits = d;
+  for (const std::string& c : candidates) {
+    const size_t d = detail::edit_distance(word, c);
+    if (d < best_edits) best = &c, best_edits = d;
   }
-  if (best) return best->name();
-  // A prefix of exactly one option ("--train" for "--train-sets") is also a likely intent.
-  std::vector<const Option*> prefixed;
-  for (const Option& o : options_)
-    if (name.size() >= 3 && o.name().starts_with(name)) prefixed.push_back(&o);
-  return prefixed.size() == 1 ? prefixed[0]->name() : std::string();
+  if (best) return *best;
+  // A prefix of exactly one candidate ("--train" for "--train-sets") is also a likely intent.
+  const std::string* prefixed = nullptr;
+  int count = 0;
+  for (const std::string& c : candidates)
+    if (word.size() >= 3 && c.starts_with(word)) prefixed = &c, ++count;
+  return count == 1 ? *prefixed : std::string();
 }
 
 void OptionSet::check_declarations() const {

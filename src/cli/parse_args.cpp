@@ -90,14 +90,14 @@ class ArgParser {
     const auto [it, inserted] = seen_.emplace(option->name(), tok.substr(0, eq));
     const std::string& first = it->second;
     const std::string spelled = tok.substr(0, eq);
-    QKV_CHECK(inserted, ConfigError, "--", option->name(), " given twice",
-              first == spelled ? "" : concat(" (as ", first, " and ", spelled, ")"),
+    QKV_CHECK(inserted || option->is_repeatable(), ConfigError, "--", option->name(),
+              " given twice", first == spelled ? "" : concat(" (as ", first, " and ", spelled, ")"),
               "; give it once");
 
     std::vector<std::string> raw;
     if (eq != std::string::npos) {
       raw.push_back(tok.substr(eq + 1));
-    } else if (option->type() == OptionType::StringList) {
+    } else if (option->type() == OptionType::StringList && !option->is_repeatable()) {
       while (i_ < args_.size() && !looks_like_flag(args_[i_])) raw.push_back(args_[i_++]);
     } else if (option->type() != OptionType::Switch && i_ < args_.size() &&
                !looks_like_flag(args_[i_])) {
@@ -146,8 +146,19 @@ ParsedOptions OptionSet::parse(const std::vector<std::string>& args) const {
     for (auto& [option, value] : detail::load_config(*this, std::get<std::string>(g.value)))
       detail::ParsedAccess::set(out, option->name(), std::move(value), Source::ConfigFile);
   }
-  for (Given& g : given)
-    detail::ParsedAccess::set(out, g.option->name(), std::move(g.value), Source::CommandLine);
+  // A repeatable list's occurrences add up; its command-line values replace the file's.
+  std::map<std::string, std::vector<std::string>> repeated;
+  for (Given& g : given) {
+    if (!g.option->is_repeatable()) {
+      detail::ParsedAccess::set(out, g.option->name(), std::move(g.value), Source::CommandLine);
+      continue;
+    }
+    auto& values = repeated[g.option->name()];
+    for (std::string& v : std::get<std::vector<std::string>>(g.value))
+      values.push_back(std::move(v));
+  }
+  for (auto& [name, values] : repeated)
+    detail::ParsedAccess::set(out, name, std::move(values), Source::CommandLine);
   for (std::string& p : positionals) detail::ParsedAccess::add_positional(out, std::move(p));
 
   for (const Option& o : options_)

@@ -3,70 +3,128 @@
 //   qkv train --model DIR --train-sets SRC TGT [--vocab FILE] [flags]
 //   qkv translate --model DIR [flags] < SRC > HYPS
 //   qkv score --model DIR [--src SRC --tgt TGT] (else `src ||| tgt` lines on stdin)
-//   qkv eval --ref REF [--by-length SRC] < HYPS
+//   qkv eval --ref REF [--ref REF2] [--by-length SRC] [HYPS]   (else HYPS on stdin)
 //   qkv attend --model DIR [--svg DIR --png DIR] < SRC
 //   qkv compare --train-sets SRC TGT --test-sets SRC REF [--variants LIST] [train flags]
 //   qkv report --compare DIR [-o FILE]
 //   qkv demo [--minutes 15] [--out DIR]
 //   qkv gradflow --model DIR... --src SRC --ref REF [--csv FILE] [--svg FILE]
+#include <algorithm>
+#include <array>
 #include <iostream>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "command.h"
 #include "decode_commands.h"
 #include "experiment_commands.h"
+#include "qkv/cli/options.h"
 
 namespace {
 
-constexpr const char* kUsage =
-    "usage: qkv <command> [flags]\n"
-    "\n"
-    "Attention-based sequence-to-sequence models: train an RNN encoder-decoder (with or\n"
-    "without attention) or a Transformer on parallel text.\n"
-    "\n"
-    "commands:\n"
-    "  vocab   train a joint SentencePiece vocabulary on the training corpora\n"
-    "  train   train a model into a model directory (--model DIR)\n"
-    "  translate  translate stdin to stdout (beam search), one line per input line\n"
-    "  score   the model's log-probability of given translations (forced decoding)\n"
-    "  eval    BLEU and chrF of translations (stdin) against references (--ref)\n"
-    "  attend  translations with their attention heatmaps (terminal, SVG, PNG)\n"
-    "  compare train several systems under one budget and compare them in one table\n"
-    "  report  the HTML report of a comparison (table, chart, attention heatmaps)\n"
-    "  demo    the main job: three systems on Multi30k En-De in 15 minutes, with a report\n"
-    "  gradflow  the loss gradient's norm at each source position (does it reach early words?)\n"
-    "\n"
-    "`qkv <command> --help` lists a command's flags with their defaults.\n";
+using qkv::tool::kExitOk;
+using qkv::tool::kExitUsage;
+
+struct Command {
+  std::string_view name;
+  std::string_view summary;
+  int (*main)(int argc, const char* const* argv);
+};
+
+// The one list of commands: usage, dispatch, `qkv help CMD` and the suggestion for a
+// misspelled command all read it.
+constexpr std::array kCommands{
+    Command{"vocab", "train a joint SentencePiece vocabulary on the training corpora",
+            qkv::tool::vocab_main},
+    Command{"train", "train a model into a model directory (--model DIR)", qkv::tool::train_main},
+    Command{"translate", "translate stdin to stdout (beam search), one line per input line",
+            qkv::tool::translate_main},
+    Command{"score", "the model's log-probability of given translations (forced decoding)",
+            qkv::tool::score_main},
+    Command{"eval", "BLEU and chrF of translations against references (--ref)",
+            qkv::tool::eval_main},
+    Command{"attend", "translations with their attention heatmaps (terminal, SVG, PNG)",
+            qkv::tool::attend_main},
+    Command{"compare", "train several systems under one budget and compare them in one table",
+            qkv::tool::compare_main},
+    Command{"report", "the HTML report of a comparison (table, chart, attention heatmaps)",
+            qkv::tool::report_main},
+    Command{"demo", "the main job: three systems on Multi30k En-De in 15 minutes, with a report",
+            qkv::tool::demo_main},
+    Command{"gradflow",
+            "the loss gradient's norm at each source position (does it reach early words?)",
+            qkv::tool::gradflow_main},
+};
+
+std::string usage() {
+  size_t width = 0;
+  for (const Command& c : kCommands) width = std::max(width, c.name.size());
+  std::string text =
+      "usage: qkv <command> [flags]\n"
+      "\n"
+      "Attention-based sequence-to-sequence models: train an RNN encoder-decoder (with or\n"
+      "without attention) or a Transformer on parallel text.\n"
+      "\n"
+      "commands:\n";
+  for (const Command& c : kCommands) {
+    text += "  ";
+    text += c.name;
+    text.append(width - c.name.size() + 2, ' ');
+    text += c.summary;
+    text += '\n';
+  }
+  text +=
+      "\n"
+      "`qkv <command> --help` (or `qkv help <command>`) lists a command's flags with their\n"
+      "defaults.\n";
+  return text;
+}
+
+const Command* find_command(std::string_view name) {
+  for (const Command& c : kCommands)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+int unknown_command(std::string_view name) {
+  std::vector<std::string> names;
+  for (const Command& c : kCommands) names.emplace_back(c.name);
+  std::string message = "qkv: error: unknown command '" + std::string(name) + "'";
+  const std::string guess = qkv::cli::closest_word(name, names);
+  if (!guess.empty()) message += "; did you mean '" + guess + "'?";
+  message += " The commands are:";
+  for (const std::string& n : names) message += " " + n;
+  std::cerr << message << " (see qkv --help)\n";
+  return kExitUsage;
+}
+
+// `qkv help` prints the usage; `qkv help CMD` is `qkv CMD --help`.
+int help(int argc, const char* const* argv) {
+  if (argc < 3) {
+    std::cout << usage();
+    return kExitOk;
+  }
+  const Command* command = find_command(argv[2]);
+  if (command == nullptr) return unknown_command(argv[2]);
+  const std::array<const char*, 2> args{argv[2], "--help"};
+  return command->main(int(args.size()), args.data());
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  using namespace qkv::tool;  // NOLINT
   if (argc < 2) {
-    std::cerr << kUsage;
+    std::cerr << usage();
     return kExitUsage;
   }
-  const std::string_view command = argv[1];
-  if (command == "--help" || command == "-h" || command == "help") {
-    std::cout << kUsage;
-    return kExitOk;
-  }
-  if (command == "--version") {
+  const std::string_view name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") return help(argc, argv);
+  if (name == "--version") {
     std::cout << "qkv " << QKV_TOOL_VERSION << "\n";
     return kExitOk;
   }
-  if (command == "vocab") return vocab_main(argc - 1, argv + 1);
-  if (command == "train") return train_main(argc - 1, argv + 1);
-  if (command == "translate") return translate_main(argc - 1, argv + 1);
-  if (command == "score") return score_main(argc - 1, argv + 1);
-  if (command == "eval") return eval_main(argc - 1, argv + 1);
-  if (command == "attend") return attend_main(argc - 1, argv + 1);
-  if (command == "compare") return compare_main(argc - 1, argv + 1);
-  if (command == "report") return report_main(argc - 1, argv + 1);
-  if (command == "demo") return demo_main(argc - 1, argv + 1);
-  if (command == "gradflow") return gradflow_main(argc - 1, argv + 1);
-  std::cerr << "qkv: error: unknown command '" << command
-            << "'; the commands are vocab, train, translate, score, eval, attend, compare, report, "
-               "demo and gradflow (see qkv --help)\n";
-  return kExitUsage;
+  const Command* command = find_command(name);
+  if (command == nullptr) return unknown_command(name);
+  return command->main(argc - 1, argv + 1);
 }

@@ -74,6 +74,30 @@ TEST(CliOptions, ListsStopAtTheNextFlagAndReplaceTheDefault) {
   EXPECT_EQ(train_like().parse(Args{"--train-sets=x y"}).get_list("train-sets"), (Strings{"x y"}));
 }
 
+TEST(CliOptions, RepeatableListsTakeOneValuePerOccurrence) {
+  OptionSet set;
+  set.add_list("ref", {}, "References.").repeatable().alias('r');
+  set.add_int("beam-size", 4, "Beam.");
+  set.allow_positionals("HYP", "The hypotheses.");
+  const ParsedOptions p =
+      set.parse(Args{"--ref", "a.de", "hyp.de", "-r", "b.de", "--beam-size", "2", "--ref=c d"});
+  EXPECT_EQ(p.get_list("ref"), (Strings{"a.de", "b.de", "c d"}));  // in the order given
+  EXPECT_EQ(p.positionals(), (Strings{"hyp.de"}));                 // never swallowed by --ref
+  EXPECT_EQ(p.get<int64_t>("beam-size"), 2);
+  EXPECT_EQ(p.source("ref"), Source::CommandLine);
+  EXPECT_TRUE(throws_with([&] { set.parse(Args{"--ref"}); }, {"--ref: missing value"}));
+  EXPECT_NE(set.format_help("qkv", "eval", "").find("repeatable"), std::string::npos);
+  // Only a list can repeat: anything else given twice stays an error.
+  EXPECT_TRUE(throws_with(
+      [&] {
+        set.parse(Args{"--beam-size", "1", "--beam-size", "2"});
+      },
+      {"--beam-size given twice"}));
+  OptionSet bad;
+  EXPECT_TRUE(throws_with<InternalError>([&] { bad.add_int("n", 1, "N.").repeatable(); },
+                                         {"only a list option can be repeatable"}));
+}
+
 TEST(CliOptions, ShortAliases) {
   const ParsedOptions p = train_like().parse(Args{"-b", "12", "-m", "model.st", "-o", "x"});
   EXPECT_EQ(p.get<int64_t>("beam-size"), 12);

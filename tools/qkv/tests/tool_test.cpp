@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -181,6 +182,45 @@ TEST_F(ToolTest, HelpAndUnknownCommands) {
   EXPECT_EQ(u.code, 2);
   EXPECT_TRUE(contains(u.err, "unknown command 'frobnicate'")) << u.err;
   EXPECT_EQ(qkv(dir_, {}).code, 2);
+}
+
+TEST_F(ToolTest, CommandListIsAlignedAndHelpCommandShowsTheCommandsFlags) {
+  const Result usage = qkv(dir_, {"--help"});
+  ASSERT_EQ(usage.code, 0);
+  // Every summary starts in the same column, whatever the command name's length.
+  std::istringstream lines(usage.out);
+  std::string line;
+  std::set<size_t> columns;
+  int commands = 0;
+  bool in_list = false;
+  while (std::getline(lines, line)) {
+    if (line == "commands:")
+      in_list = true;
+    else if (in_list && line.empty())
+      break;
+    else if (in_list) {
+      const size_t name_end = line.find(' ', 2);
+      columns.insert(line.find_first_not_of(' ', name_end));
+      ++commands;
+    }
+  }
+  EXPECT_EQ(commands, 10) << usage.out;
+  EXPECT_EQ(columns.size(), 1u) << usage.out;
+  // `qkv help translate` is `qkv translate --help`, not the top-level usage.
+  const Result help = qkv(dir_, {"help", "translate"});
+  EXPECT_EQ(help.code, 0);
+  EXPECT_EQ(help.out, qkv(dir_, {"translate", "--help"}).out);
+  EXPECT_TRUE(contains(help.out, "--beam-size")) << help.out;
+  EXPECT_EQ(qkv(dir_, {"help"}).out, usage.out);
+  const Result bad_help = qkv(dir_, {"help", "tranlsate"});
+  EXPECT_EQ(bad_help.code, 2);
+  EXPECT_TRUE(contains(bad_help.err, "did you mean 'translate'?")) << bad_help.err;
+  // A misspelled command gets a suggestion, as a misspelled flag does.
+  const Result typo = qkv(dir_, {"trian"});
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_TRUE(contains(typo.err, "unknown command 'trian'; did you mean 'train'?")) << typo.err;
+  const Result far = qkv(dir_, {"frobnicate"});
+  EXPECT_FALSE(contains(far.err, "did you mean")) << far.err;
 }
 
 TEST_F(ToolTest, BadFlagsAreUsageErrorsNamingTheFlag) {

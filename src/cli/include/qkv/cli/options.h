@@ -70,6 +70,10 @@ class Option {
   Option& required();
   // The placeholder shown in --help ("FILE" instead of "PATH").
   Option& metavar(std::string name);
+  // Lists only: each occurrence takes exactly one value and adds it (`--ref a --ref b`),
+  // so a value after it can never be swallowed by the list (`--ref ref.de hyp.de` leaves
+  // hyp.de a positional argument).
+  Option& repeatable();
 
   const std::string& name() const { return name_; }
   char short_name() const { return short_name_; }
@@ -81,6 +85,7 @@ class Option {
   const std::vector<std::string>& choices() const { return choices_; }
   const Validator& validator() const { return validator_; }
   bool is_required() const { return required_; }
+  bool is_repeatable() const { return repeatable_; }
   // Only on the command line (config, help): not a config file key.
   bool command_line_only() const { return command_line_only_; }
   // The declared metavar, or one derived from the type: INT, FLOAT, STRING, PATH, ...
@@ -99,6 +104,7 @@ class Option {
   std::vector<std::string> choices_;
   Validator validator_;
   bool required_ = false;
+  bool repeatable_ = false;
   bool command_line_only_ = false;
   std::string metavar_;
 };
@@ -163,6 +169,11 @@ class OptionSet {
   std::map<std::string, size_t, std::less<>> by_name_;
   std::optional<std::pair<std::string, std::string>> positionals_;  // metavar, help
 };
+
+// The candidate nearest to `word` by edit distance (1 edit for words of up to 4 characters,
+// 2 up to 10, else 3), or else the one candidate that `word` (>= 3 characters) is a prefix
+// of; "" when none is close. What "did you mean" suggestions for flags and commands use.
+std::string closest_word(std::string_view word, const std::vector<std::string>& candidates);
 
 // What parse() returns: every declared option's value and where it came from.
 class ParsedOptions {
