@@ -1,5 +1,8 @@
-// qkv eval: corpus BLEU and chrF of stdin's translations against references, as
+// qkv eval: corpus BLEU and chrF of translations (a file, else stdin) against references, as
 // sacreBLEU's defaults compute them, optionally per source-length bucket.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <iostream>
 #include <optional>
 
@@ -20,10 +23,14 @@ constexpr int64_t kMaxLineBytes = int64_t{1} << 20;
 cli::OptionSet eval_options() {
   cli::OptionSet o;
   o.add_list("ref", {},
-             "Reference translations, one file per reference set, each as long as the input "
-             "(`--ref a b` or `--ref a --ref b`).")
+             "A reference translation file, as long as the hypotheses; repeat the flag for "
+             "several reference sets (`--ref a.de --ref b.de`).")
       .required()
+      .repeatable()
       .metavar("FILE");
+  o.allow_positionals("HYP",
+                      "The translations to score, one per line (as sacreBLEU's -i); without "
+                      "it they are read from stdin.");
   o.add_path("by-length", std::nullopt,
              "The source file: also print BLEU and chrF per source length (words: 1-10, "
              "11-20, ..., 50+) with sentence counts.")
@@ -35,38 +42,6 @@ cli::OptionSet eval_options() {
       .range(0, 1000000)
       .metavar("N");
   return o;
-}
-
-// `--ref a --ref b` -> `--ref a b`: the option parser takes a list once.
-std::vector<std::string> merge_repeated_refs(int argc, const char* const* argv) {
-  std::vector<std::string> out, refs;
-  bool have_refs = false;
-  size_t ref_at = 0;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--") {
-      for (; i < argc; ++i) out.emplace_back(argv[i]);
-      break;
-    }
-    if (a != "--ref" && !a.starts_with("--ref=")) {
-      out.push_back(a);
-      continue;
-    }
-    if (!have_refs) ref_at = out.size();
-    have_refs = true;
-    if (a.starts_with("--ref=")) {
-      refs.push_back(a.substr(6));
-      continue;
-    }
-    for (; i + 1 < argc && (argv[i + 1][0] != '-' || argv[i + 1][1] == '\0'); ++i)
-      refs.emplace_back(argv[i + 1]);
-  }
-  if (have_refs) {
-    std::vector<std::string> flag = {"--ref"};
-    flag.insert(flag.end(), refs.begin(), refs.end());
-    out.insert(out.begin() + ptrdiff_t(ref_at), flag.begin(), flag.end());
-  }
-  return out;
 }
 
 // Every line of a file, for scoring: a line that cannot be read is an error (skipping it
@@ -102,21 +77,48 @@ std::vector<std::string> read_stdin_lines() {
   return lines;
 }
 
+// Whether stdin carries data (a file or a pipe) rather than a terminal or /dev/null.
+bool stdin_has_data() {
+  struct stat st {};
+  return fstat(STDIN_FILENO, &st) == 0 &&
+         ((S_ISREG(st.st_mode) && st.st_size > 0) || S_ISFIFO(st.st_mode));
+}
+
+// The hypotheses: the one positional file, else stdin. Both, more than one file, or a
+// terminal on stdin would leave it unclear what is scored: each is refused.
+std::vector<std::string> read_hypotheses(const cli::ParsedOptions& p) {
+  const std::vector<std::string>& files = p.positionals();
+  QKV_CHECK(files.size() <= 1, ConfigError, "expected one hypothesis file, got ", files.size(),
+            " (", files[0], ", ", files[1],
+            ", ...); for several reference sets repeat the flag: --ref A --ref B");
+  if (files.size() == 1) {
+    QKV_CHECK(!stdin_has_data(), ConfigError, "the hypotheses are given twice: as the file ",
+              files[0], " and on stdin; give one of them (note: --ref takes one file, so ",
+              "`--ref A B` reads B as the hypotheses; write --ref A --ref B for two references)");
+    return read_all_lines(files[0], "hypothesis file");
+  }
+  QKV_CHECK(!isatty(STDIN_FILENO), ConfigError,
+            "no translations: give the hypothesis file (`qkv eval --ref test.de hyps.de`) or "
+            "pipe it (`qkv eval --ref test.de < hyps.de`)");
+  return read_stdin_lines();
+}
+
 int evaluate(const cli::ParsedOptions& p) {
   std::vector<std::vector<std::string>> refs;
   for (const std::string& f : p.get_list("ref")) refs.push_back(read_all_lines(f, "--ref"));
   std::vector<std::string> sources;
   if (p.has("by-length")) sources = read_all_lines(p.get<fs::path>("by-length"), "--by-length");
-  const std::vector<std::string> hyps = read_stdin_lines();
-  QKV_CHECK(!hyps.empty(), ValueError,
-            "no translations on stdin: pipe the file to score, e.g. "
-            "`qkv eval --ref test.de < hyps.de`");
+  const std::vector<std::string> hyps = read_hypotheses(p);
+  const std::string hyp_name = p.positionals().empty() ? "stdin" : p.positionals()[0];
+  QKV_CHECK(!hyps.empty(), ValueError, "no translations ",
+            p.positionals().empty() ? "on stdin" : "in " + hyp_name,
+            ": give the file to score, e.g. `qkv eval --ref test.de hyps.de`");
   for (size_t k = 0; k < refs.size(); ++k)
     QKV_CHECK(refs[k].size() == hyps.size(), ValueError, "--ref ", p.get_list("ref")[k], " has ",
-              refs[k].size(), " lines, but stdin has ", hyps.size(), " translations");
+              refs[k].size(), " lines, but ", hyp_name, " has ", hyps.size(), " translations");
   QKV_CHECK(!p.has("by-length") || sources.size() == hyps.size(), ValueError, "--by-length ",
-            p.get<fs::path>("by-length").string(), " has ", sources.size(),
-            " lines, but stdin has ", hyps.size(), " translations");
+            p.get<fs::path>("by-length").string(), " has ", sources.size(), " lines, but ",
+            hyp_name, " has ", hyps.size(), " translations");
   // BLEU has no reference length for such a line (sacreBLEU refuses it too); name it.
   for (size_t i = 0; i < hyps.size(); ++i) {
     bool any = false;
@@ -148,11 +150,12 @@ int evaluate(const cli::ParsedOptions& p) {
 int eval_main(int argc, const char* const* argv) {
   return run_guarded("eval", [&] {
     const cli::OptionSet options = eval_options();
-    const cli::ParsedOptions p = options.parse(merge_repeated_refs(argc, argv));
+    const cli::ParsedOptions p = options.parse(argc, argv);
     if (p.help_requested()) {
       std::cout << options.format_help(
           "qkv", "eval",
-          "Scores the translations on stdin (one per line) against references: corpus BLEU "
+          "Scores the translations in HYP (else on stdin; one per line) against references: corpus "
+          "BLEU "
           "(sacreBLEU's defaults: 13a tokenisation, exp smoothing) and chrF2, each with its "
           "signature. qkv's own implementation, checked against sacreBLEU's test cases.");
       return kExitOk;

@@ -80,8 +80,26 @@ TEST_F(DecodeToolTest, EvalPrintsSacreBleuScoresWithSignatures) {
       out[1], std::regex(R"(chrF2\|nrefs:2\|case:mixed\|eff:yes\|nc:6\|nw:0\|space:no\|)"
                          R"(version:qkv-[0-9.]+ = 59\.73)")))
       << out[1];
-  const Result list = qkv({"eval", "--ref", "ref1.txt", "ref2.txt"}, "hyps.txt");
-  EXPECT_EQ(list.out, r.out);
+  // The hypothesis file as the one positional argument gives the same scores.
+  const Result positional = qkv({"eval", "--ref", "ref1.txt", "--ref", "ref2.txt", "hyps.txt"});
+  ASSERT_EQ(positional.code, 0) << positional.err;
+  EXPECT_EQ(positional.out, r.out);
+  // `--ref ref1 ref2 < hyps` once meant two references; now ref2.txt would be the
+  // hypotheses, so having hypotheses on stdin as well is refused, never silently rescored.
+  const Result twice = qkv({"eval", "--ref", "ref1.txt", "ref2.txt"}, "hyps.txt");
+  EXPECT_EQ(twice.code, 2);
+  EXPECT_TRUE(contains(twice.err, "given twice: as the file ref2.txt and on stdin")) << twice.err;
+  EXPECT_TRUE(contains(twice.err, "--ref A --ref B")) << twice.err;
+  const Result two_files = qkv({"eval", "--ref", "ref1.txt", "hyps.txt", "ref2.txt"});
+  EXPECT_EQ(two_files.code, 2);
+  EXPECT_TRUE(contains(two_files.err, "expected one hypothesis file, got 2")) << two_files.err;
+  // Nothing on stdin and no file: an error, not a score.
+  const Result nothing = qkv({"eval", "--ref", "ref1.txt"});
+  EXPECT_EQ(nothing.code, 1);
+  EXPECT_TRUE(contains(nothing.err, "no translations on stdin")) << nothing.err;
+  const Result missing = qkv({"eval", "--ref", "ref1.txt", "nope.txt"});
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_TRUE(contains(missing.err, "nope.txt: no such file")) << missing.err;
   // test_bleu.py, test_corpus_bleu_cases[1]: three empty hypotheses score 0, not an error.
   write("empty.txt", "\n\n\n");
   const Result empty = qkv({"eval", "--ref", "ref1.txt", "--ref", "ref2.txt"}, "empty.txt");
