@@ -25,6 +25,8 @@ void check_options(const TrainerOptions& o) {
        {std::pair{"--valid-freq", o.valid_freq}, std::pair{"--save-freq", o.save_freq},
         std::pair{"--disp-freq", o.disp_freq}, std::pair{"--early-stopping", o.early_stopping}})
     QKV_CHECK(value >= 0, ConfigError, flag, " ", value, " must be >= 0 (0 turns it off)");
+  QKV_CHECK(std::isfinite(o.disp_seconds) && o.disp_seconds >= 0, ConfigError, "--disp-seconds ",
+            o.disp_seconds, " must be >= 0 (0 turns it off)");
   QKV_CHECK(o.valid_length_factor > 0, ConfigError, "valid_length_factor ", o.valid_length_factor,
             " must be > 0");
   validate(o.schedule);
@@ -214,6 +216,8 @@ TrainSummary Trainer::run() {
   s.model->set_training(true);
   const StopAfter& after = s.options.after;
   TrainSummary summary;
+  const int64_t first_update = s.progress.update + 1;
+  uint64_t last_epoch = s.batches->epoch();
   while (true) {
     if (after.updates && s.progress.update >= *after.updates) {
       summary.reason = StopReason::Updates;
@@ -237,7 +241,8 @@ TrainSummary Trainer::run() {
     record.epoch = epoch;
     if (s.options.on_update) s.options.on_update(record);
     const int64_t u = s.progress.update;
-    if (s.options.disp_freq > 0 && u % s.options.disp_freq == 0) log_progress(record);
+    last_epoch = epoch;
+    if (progress_due(u, u == first_update)) log_progress(record);
     if (s.options.valid_freq > 0 && u % s.options.valid_freq == 0 && s.data.valid) {
       summary.last_validation = validate();
       if (s.options.early_stopping > 0 &&
@@ -250,11 +255,20 @@ TrainSummary Trainer::run() {
   }
   save_checkpoint();
   if (s.options.log != nullptr)
-    *s.options.log << "training stopped after update " << s.progress.update << " (epoch "
-                   << s.batches->epoch() << "): " << to_string(summary.reason) << "; saved "
+    *s.options.log << "training stopped after update " << s.progress.update << " (ep "
+                   << last_epoch + 1 << "): " << to_string(summary.reason) << "; saved "
                    << (s.options.model_dir / kModelFile).string() << "\n";
   summary.progress = s.progress;
   return summary;
+}
+
+bool Trainer::progress_due(int64_t update, bool first_of_session) const {
+  const TrainerOptions& o = s_->options;
+  if (o.disp_freq == 0 && o.disp_seconds == 0) return false;
+  if (first_of_session) return true;
+  if (o.disp_freq > 0 && update % o.disp_freq == 0) return true;
+  const double since = std::chrono::duration<double>(Clock::now() - s_->window.start).count();
+  return o.disp_seconds > 0 && since >= o.disp_seconds;
 }
 
 void Trainer::log_progress(const UpdateRecord& last) {

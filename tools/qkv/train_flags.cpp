@@ -1,5 +1,7 @@
 #include "train_flags.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <limits>
 
@@ -77,6 +79,10 @@ void declare_training(cli::OptionSet& o) {
   o.add_int("save-freq", 500, "Save a checkpoint every N updates (0: only at the end).")
       .range(0, 1e12);
   o.add_int("disp-freq", 100, "Print a progress line every N updates (0: never).").range(0, 1e12);
+  o.add_double("disp-seconds", 10,
+               "Also print one when this many seconds passed since the last; by default only "
+               "when stderr is a terminal, always when given (0: by --disp-freq only).")
+      .range(0, kInf);
   o.add_int("early-stopping", 10,
             "Stop after N validations without a better validation cross-entropy (0: off).")
       .range(0, 1e9);
@@ -170,6 +176,9 @@ train::TrainerOptions trainer_options_from(const cli::ParsedOptions& p) {
   o.valid_freq = p.get<int64_t>("valid-freq");
   o.save_freq = p.get<int64_t>("save-freq");
   o.disp_freq = p.get<int64_t>("disp-freq");
+  // A log file or pipe gets lines by count only (reproducible logs) unless asked.
+  o.disp_seconds =
+      p.is_set("disp-seconds") || isatty(STDERR_FILENO) != 0 ? p.get<double>("disp-seconds") : 0.0;
   o.early_stopping = p.get<int64_t>("early-stopping");
   const cli::Budget budget = cli::parse_budget(p.get<std::string>("after"));
   o.after.updates = budget.updates;

@@ -245,6 +245,50 @@ TEST_F(TrainerTest, WritesAModelDirectoryThatLoads) {
     EXPECT_NE(text.find(part), std::string::npos) << part << " not in:\n" << text;
 }
 
+TEST_F(TrainerTest, ProgressComesAfterTheFirstUpdateAndByTime) {
+  const auto dir = test_dir();
+  const auto count = [](const std::string& text, const std::string& part) {
+    int n = 0;
+    for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+    return n;
+  };
+  {
+    // By count every 100 updates, but a run of 4 still shows its first one.
+    TrainerOptions o = testing::tiny_options(dir / "count", 4);
+    o.disp_freq = 100;
+    std::ostringstream log;
+    o.log = &log;
+    Trainer(testing::tiny_rnn(vocab(), 0.0), *data_, o).run();
+    EXPECT_EQ(count(log.str(), ": loss "), 1) << log.str();
+    EXPECT_NE(log.str().find("ep 1 up 1: loss "), std::string::npos) << log.str();
+    // One epoch numbering: the summary says the epoch the progress lines said.
+    EXPECT_NE(log.str().find("training stopped after update 4 (ep 1)"), std::string::npos)
+        << log.str();
+  }
+  {
+    // By time: a line whenever the interval has passed (here: after every update).
+    TrainerOptions o = testing::tiny_options(dir / "time", 4);
+    o.disp_freq = 0;
+    o.disp_seconds = 1e-9;
+    std::ostringstream log;
+    o.log = &log;
+    Trainer(testing::tiny_rnn(vocab(), 0.0), *data_, o).run();
+    EXPECT_EQ(count(log.str(), ": loss "), 4) << log.str();
+  }
+  {
+    // Both off: no progress lines at all.
+    TrainerOptions o = testing::tiny_options(dir / "off", 3);
+    o.disp_freq = 0;
+    std::ostringstream log;
+    o.log = &log;
+    Trainer(testing::tiny_rnn(vocab(), 0.0), *data_, o).run();
+    EXPECT_EQ(count(log.str(), ": loss "), 0) << log.str();
+  }
+  TrainerOptions bad = testing::tiny_options(dir / "bad", 1);
+  bad.disp_seconds = -1;
+  EXPECT_THROW(Trainer(testing::tiny_rnn(vocab(), 0.0), *data_, bad), ConfigError);
+}
+
 TEST_F(TrainerTest, EarlyStoppingEndsTrainingAfterNValidationsWithoutImprovement) {
   const auto dir = test_dir();
   TrainerOptions o = testing::tiny_options(dir, 50);

@@ -89,9 +89,13 @@ struct TrainerOptions {
   int max_non_finite = 5;        // non-finite updates in a row before giving up
   int64_t valid_freq = 0;        // --valid-freq in updates; 0: never
   int64_t save_freq = 0;         // --save-freq in updates; 0: only at the end
-  int64_t disp_freq = 0;         // --disp-freq in updates; 0: no progress lines
-  int64_t early_stopping = 0;    // --early-stopping N validations; 0: off
-  bool valid_bleu = true;        // translate the validation set (greedy) for BLEU
+  int64_t disp_freq = 0;         // --disp-freq in updates; 0: no progress lines by count
+  // --disp-seconds: also a progress line once this many seconds passed since the last one
+  // (a slow model still shows it is alive); 0: by count only. With either set, the first
+  // update of a session always prints one.
+  double disp_seconds = 0;
+  int64_t early_stopping = 0;  // --early-stopping N validations; 0: off
+  bool valid_bleu = true;      // translate the validation set (greedy) for BLEU
   // Greedy output length limit per validation batch: factor * Ts + 10, at most
   // batch.max_length + 10.
   double valid_length_factor = 2.0;
@@ -166,6 +170,8 @@ class Trainer {
   explicit Trainer(std::unique_ptr<State> state);
   // One batch: forward, loss, backward, guard, clip, Adam step.
   UpdateRecord train_on(const data::Batch& batch);
+  // Whether update `update` gets a progress line (by count, by time, or the first of a run).
+  bool progress_due(int64_t update, bool first_of_session) const;
   void log_progress(const UpdateRecord& last);
 
   std::unique_ptr<State> s_;
