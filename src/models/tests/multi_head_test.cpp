@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model_test_util.h"
+#include "qkv/attention/attention.h"
 #include "qkv/autograd/functions.h"
 #include "qkv/nn/linear.h"
 #include "test_util.h"
@@ -84,6 +85,73 @@ TEST(TransformerMultiHead, TransformerParameterNamesAreUnchanged) {
   }
   ASSERT_FALSE(expected.empty());
   EXPECT_EQ(attention_names, expected);
+}
+
+// What the Transformer ran before it used attention::MultiHeadAttention, op for op:
+// nn::Linear projections, [B, T, H, Dh] -> [B, H, T, Dh], heads folded into the batch for
+// attend(), merged, W_o. Model files of earlier releases translate identically only while
+// the one multi-head attention computes bitwise this.
+struct LinearBlock {
+  nn::Linear q, k, v, out;
+  int64_t heads;
+
+  Variable split(const nn::Linear& proj, const Variable& x) const {
+    const Shape& s = x.value().shape();
+    const int64_t dh = s[2] / heads;
+    const Variable y = autograd::reshape(proj.forward(x), {s[0], s[1], heads, dh});
+    return autograd::reshape(autograd::transpose(y, 1, 2), {s[0], heads, s[1], dh});
+  }
+
+  attention::AttentionOutput attend(const Variable& xq, const Variable& xkv,
+                                    const attention::MaskSpec& mask) const {
+    const Variable qh = split(q, xq), kh = split(k, xkv), vh = split(v, xkv);
+    const Shape &sq = qh.value().shape(), &sk = kh.value().shape();
+    attention::MaskSpec per_head{.causal = mask.causal};
+    for (const int64_t len : mask.key_lengths)
+      per_head.key_lengths.insert(per_head.key_lengths.end(), size_t(heads), len);
+    const attention::AttentionOutput a = attention::attend(
+        autograd::reshape(qh, {sq[0] * heads, sq[2], sq[3]}),
+        autograd::reshape(kh, {sk[0] * heads, sk[2], sk[3]}),
+        autograd::reshape(vh, {sk[0] * heads, sk[2], sk[3]}), per_head, {}, {.need_weights = true});
+    const Variable merged =
+        autograd::transpose(autograd::reshape(a.context, {sq[0], heads, sq[2], sq[3]}), 1, 2);
+    return {out.forward(autograd::reshape(merged, {sq[0], sq[2], sq[1] * sq[3]})), a.weights};
+  }
+};
+
+TEST(TransformerMultiHead, ComputesBitwiseWhatTheFormerTransformerBlockComputed) {
+  const int64_t e = 12, heads = 3;
+  nn::ParameterStore store(9), linear_store(9);
+  const attention::MultiHeadAttention mha = detail::make_multi_head(store, "l.attn", e, heads);
+  auto linear = [&](const char* name) {
+    return nn::Linear(linear_store, nn::child_name("l.attn", name), e, e);
+  };
+  const LinearBlock block{linear("q_proj"), linear("k_proj"), linear("v_proj"), linear("out_proj"),
+                          heads};
+  const Variable x(random_tensor({2, 5, e}, DType::F32, 2), false),
+      memory(random_tensor({2, 7, e}, DType::F32, 3), false),
+      newest(random_tensor({2, 1, e}, DType::F32, 4), false);
+  struct Case {
+    const char* name;
+    Variable query, keys_of;
+    attention::MaskSpec mask;
+  };
+  const std::vector<Case> cases = {{"causal self-attention", x, x, {.causal = true}},
+                                   {"cross-attention", x, memory, {.key_lengths = {7, 3}}},
+                                   {"decoder step", newest, memory, {.key_lengths = {2, 7}}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const attention::KeyValueHeads kv = mha.project_key_values(c.keys_of);
+    const attention::MultiHeadOutput mine =
+        mha.attend_heads(mha.project_queries(c.query), kv.keys, kv.values, c.mask,
+                         {.need_weights = true, .head_weights = attention::HeadWeights::PerHead});
+    const attention::AttentionOutput former = block.attend(c.query, c.keys_of, c.mask);
+    EXPECT_TRUE(bitwise_equal(mine.output.value(), former.context.value()));
+    EXPECT_TRUE(
+        bitwise_equal(mine.weights.value().contiguous().reshape(former.weights.value().shape()),
+                      former.weights.value()));
+  }
+  autograd::clear_tape();
 }
 
 }  // namespace
