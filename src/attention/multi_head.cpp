@@ -37,21 +37,53 @@ void check_param(std::string_view name, const Variable& p, const Shape& expected
             describe(p.value()), " has another dtype than params.wq (", dtype_name(dtype), ")");
 }
 
-// x [N, E] or [B, T, E] (flattened to [B·T, E]) -> x Wᵀ + b [N, E] (PyTorch's Linear
-// layout; b may be undefined: no bias).
-Variable linear(const Variable& x, const Variable& w, const Variable& b) {
-  const Shape& s = x.value().shape();
-  const Variable rows = s.rank() == 2 ? x : autograd::reshape(x, {s[0] * s[1], s[2]});
-  const Variable y =
-      autograd::matmul(rows, w, {.transpose_a = false, .transpose_b = true});  // x Wᵀ
-  return b.defined() ? autograd::add_bias(y, b) : y;
+// x [B, T, E] in the parameters' dtype, else a typed Error naming the input.
+void check_input(const char* name, const Variable& x, const Tensor& wq) {
+  const int64_t e = wq.dim(0);
+  QKV_CHECK(x.defined(), ValueError, "MultiHeadAttention: ", name, " is undefined");
+  const Tensor& t = x.value();
+  QKV_CHECK(t.rank() == 3 && t.dim(2) == e && t.numel() > 0, ShapeError,
+            "MultiHeadAttention: ", name, " ", describe(t), " is not a non-empty [B, T, E = ", e,
+            "]");
+  QKV_CHECK(t.dtype() == wq.dtype(), ValueError, "MultiHeadAttention: ", name, " ", describe(t),
+            " has another dtype than the parameters (", dtype_name(wq.dtype()), ")");
 }
 
-// y [B·T, E] -> [B·H, T, Dh]: head h of batch row b becomes row b·H + h.
-Variable split_heads(const Variable& y, int64_t batch, int64_t heads) {
-  const int64_t e = y.value().dim(1), t = y.value().dim(0) / batch, dh = e / heads;
-  const Variable bthd = autograd::reshape(y, {batch, t, heads, dh});
-  return autograd::reshape(autograd::transpose(bthd, 1, 2), {batch * heads, t, dh});
+// x [B, T, E] -> x Wᵀ + b split into heads [B, H, T, Dh] (PyTorch's Linear layout; b may
+// be undefined: no bias). The transpose is copied once here: attend_heads() folds heads
+// into the batch by a reshape, and a decoder's cache concatenates along T.
+Variable project(const Variable& x, const Variable& w, const Variable& b, int64_t heads) {
+  const Shape& s = x.value().shape();
+  const int64_t e = s[2], dh = e / heads;
+  Variable y = autograd::matmul(autograd::reshape(x, {s[0] * s[1], e}), w,
+                                {.transpose_a = false, .transpose_b = true});  // x Wᵀ
+  if (b.defined()) y = autograd::add_bias(y, b);
+  const Variable bthd = autograd::reshape(y, {s[0], s[1], heads, dh});
+  return autograd::reshape(autograd::transpose(bthd, 1, 2), {s[0], heads, s[1], dh});
+}
+
+// heads [B, H, T, Dh] with H and Dh as the layer's, else ShapeError naming them.
+void check_heads(const char* name, const Variable& x, int64_t heads, const Tensor& wq) {
+  QKV_CHECK(x.defined(), ValueError, "MultiHeadAttention: ", name, " is undefined");
+  const Tensor& t = x.value();
+  QKV_CHECK(t.rank() == 4 && t.dim(1) == heads && t.dim(3) == wq.dim(0) / heads && t.numel() > 0,
+            ShapeError, "MultiHeadAttention: ", name, " ", describe(t),
+            " is not non-empty heads [B, H = ", heads, ", T, Dh = ", wq.dim(0) / heads, "]");
+  QKV_CHECK(t.dtype() == wq.dtype(), ValueError, "MultiHeadAttention: ", name, " ", describe(t),
+            " has another dtype than the parameters (", dtype_name(wq.dtype()), ")");
+}
+
+void check_heads_agree(const Tensor& q, const Tensor& k, const Tensor& v) {
+  QKV_CHECK(q.dim(0) == k.dim(0) && k.dim(0) == v.dim(0) && k.dim(2) == v.dim(2), ShapeError,
+            "MultiHeadAttention: expected queries [B, H, Tq, Dh], keys and values [B, H, Tk, Dh], "
+            "got ",
+            describe(q), ", ", describe(k), ", ", describe(v));
+}
+
+// [B, H, T, Dh] -> [B·H, T, Dh]: head h of batch row b becomes row b·H + h.
+Variable fold_heads(const Variable& x) {
+  const Shape& s = x.value().shape();
+  return autograd::reshape(x, {s[0] * s[1], s[2], s[3]});
 }
 
 // ctx [B·H, Tq, Dh] -> concat over heads [B·Tq, E].
@@ -69,25 +101,6 @@ Variable head_weights(const Variable& w, int64_t batch, int64_t heads, HeadWeigh
   // [B, H, Tq, Tk] -> [B, Tq, Tk, H], then (1/H) Σ_h.
   const Variable last = autograd::transpose(autograd::transpose(per_head, 1, 2), 2, 3);
   return autograd::scale(autograd::sum_last(last), 1.0 / double(heads));
-}
-
-// query [B, Tq, E], key/value [B, Tk, E] in the parameters' dtype, else a typed Error.
-void check_inputs(const Variable& query, const Variable& key, const Variable& value,
-                  const Tensor& wq) {
-  const int64_t e = wq.dim(0);
-  for (auto [name, x] : {std::pair{"query", &query}, {"key", &key}, {"value", &value}}) {
-    QKV_CHECK(x->defined(), ValueError, "MultiHeadAttention: ", name, " is undefined");
-    const Tensor& t = x->value();
-    QKV_CHECK(t.rank() == 3 && t.dim(2) == e && t.numel() > 0, ShapeError,
-              "MultiHeadAttention: ", name, " ", describe(t), " is not a non-empty [B, T, E = ", e,
-              "]");
-    QKV_CHECK(t.dtype() == wq.dtype(), ValueError, "MultiHeadAttention: ", name, " ", describe(t),
-              " has another dtype than the parameters (", dtype_name(wq.dtype()), ")");
-  }
-  const Tensor &q = query.value(), &k = key.value(), &v = value.value();
-  QKV_CHECK(q.dim(0) == k.dim(0) && k.dim(0) == v.dim(0) && k.dim(1) == v.dim(1), ShapeError,
-            "MultiHeadAttention: expected query [B, Tq, E], key and value [B, Tk, E], got ",
-            describe(q), ", ", describe(k), ", ", describe(v));
 }
 
 // The mask of the [B·H, ...] heads, validated once at [B, Tq, Tk]. When attend() will
@@ -136,31 +149,83 @@ MultiHeadAttention::MultiHeadAttention(MultiHeadParams params, int64_t heads)
     check_param(name, *b, {e}, dtype, true);
 }
 
-MultiHeadOutput MultiHeadAttention::forward(const Variable& query, const Variable& key,
-                                            const Variable& value, const MaskSpec& mask,
-                                            const MultiHeadOptions& options) const {
-  check_inputs(query, key, value, params_.wq.value());
-  const int64_t batch = query.value().dim(0);
-  const detail::ScoreDims dims{batch, query.value().dim(1), key.value().dim(1)};
-  const MaskSpec per_head = head_mask(mask, dims, heads_, options, query.value().dtype());
+Variable MultiHeadAttention::project_queries(const Variable& x) const {
+  check_input("query", x, params_.wq.value());
+  return project(x, params_.wq, params_.bq, heads_);
+}
 
-  const MultiHeadParams& p = params_;
+Variable MultiHeadAttention::project_keys(const Variable& x) const {
+  check_input("key", x, params_.wq.value());
+  return project(x, params_.wk, params_.bk, heads_);
+}
+
+Variable MultiHeadAttention::project_values(const Variable& x) const {
+  check_input("value", x, params_.wq.value());
+  return project(x, params_.wv, params_.bv, heads_);
+}
+
+// Values, keys, then queries: the order in which the Transformer recorded them before
+// this class replaced its own block (GCC evaluated its call arguments right to left).
+// Gradients then accumulate into x in the same order, so training stays bitwise equal:
+// a 30-update run wrote a byte-identical model.safetensors before and after the change.
+QueryKeyValueHeads MultiHeadAttention::project_self(const Variable& x) const {
+  QueryKeyValueHeads heads;
+  heads.values = project_values(x);
+  heads.keys = project_keys(x);
+  heads.queries = project_queries(x);
+  return heads;
+}
+
+// Values before keys, as project_self.
+KeyValueHeads MultiHeadAttention::project_key_values(const Variable& memory) const {
+  KeyValueHeads heads;
+  heads.values = project_values(memory);
+  heads.keys = project_keys(memory);
+  return heads;
+}
+
+MultiHeadOutput MultiHeadAttention::attend_heads(const Variable& queries, const Variable& keys,
+                                                 const Variable& values, const MaskSpec& mask,
+                                                 const MultiHeadOptions& options) const {
+  const Tensor& wq = params_.wq.value();
+  check_heads("queries", queries, heads_, wq);
+  check_heads("keys", keys, heads_, wq);
+  check_heads("values", values, heads_, wq);
+  check_heads_agree(queries.value(), keys.value(), values.value());
+  const int64_t batch = queries.value().dim(0);
+  const detail::ScoreDims dims{batch, queries.value().dim(2), keys.value().dim(2)};
+  const MaskSpec per_head = head_mask(mask, dims, heads_, options, wq.dtype());
+
   const AttentionOutput heads =
-      attend(split_heads(linear(query, p.wq, p.bq), batch, heads_),
-             split_heads(linear(key, p.wk, p.bk), batch, heads_),
-             split_heads(linear(value, p.wv, p.bv), batch, heads_), per_head, {},
-             {.kind = ScoreKind::ScaledDot,  // scale 1/sqrt(E/H)
+      attend(fold_heads(queries), fold_heads(keys), fold_heads(values), per_head, {},
+             {.kind = ScoreKind::ScaledDot,  // scale 1/sqrt(Dh)
               .need_weights = options.need_weights,
               .weight_rows = options.weight_rows,
               .weights_need_grad = options.weights_need_grad,
               .fused = options.fused});
   const Variable merged = merge_heads(heads.context, batch, heads_);  // [B·Tq, E]
+  Variable y = autograd::matmul(merged, params_.wo, {.transpose_a = false, .transpose_b = true});
+  if (params_.bo.defined()) y = autograd::add_bias(y, params_.bo);
   MultiHeadOutput out;
-  const int64_t e = merged.value().dim(1);
-  out.output = autograd::reshape(linear(merged, p.wo, p.bo), {batch, dims.queries, e});
+  out.output = autograd::reshape(y, {batch, dims.queries, wq.dim(0)});
   if (options.need_weights)
     out.weights = head_weights(heads.weights, batch, heads_, options.head_weights);
   return out;
+}
+
+MultiHeadOutput MultiHeadAttention::forward(const Variable& query, const Variable& key,
+                                            const Variable& value, const MaskSpec& mask,
+                                            const MultiHeadOptions& options) const {
+  check_input("query", query, params_.wq.value());
+  check_input("key", key, params_.wq.value());
+  check_input("value", value, params_.wq.value());
+  const Tensor &q = query.value(), &k = key.value(), &v = value.value();
+  QKV_CHECK(q.dim(0) == k.dim(0) && k.dim(0) == v.dim(0) && k.dim(1) == v.dim(1), ShapeError,
+            "MultiHeadAttention: expected query [B, Tq, E], key and value [B, Tk, E], got ",
+            describe(q), ", ", describe(k), ", ", describe(v));
+  // Values, keys, queries: the order earlier releases recorded them in (see project_self).
+  const Variable v_heads = project_values(value), k_heads = project_keys(key);
+  return attend_heads(project_queries(query), k_heads, v_heads, mask, options);
 }
 
 }  // namespace qkv::attention

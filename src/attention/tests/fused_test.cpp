@@ -193,5 +193,25 @@ TEST(Fused, MultiHeadEqualsComposed) {
   }
 }
 
+// The cached decoder step the Transformer runs: one query row per batch row over
+// pre-projected K/V heads under key padding, fused against composed.
+TEST(Fused, MultiHeadDecoderStepOverCachedHeadsEqualsComposed) {
+  Rng rng(7);
+  const MultiHeadAttention mha(8, 2, rng);
+  const Variable x = leaf(random_tensor({3, 1, 8}, DType::F32, 8)),
+                 memory = leaf(random_tensor({3, 6, 8}, DType::F32, 9));
+  const KeyValueHeads cache = mha.project_key_values(memory);  // [3, 2, 6, 4]
+  const MaskSpec mask{.key_lengths = {6, 1, 4}};
+  auto go = [&](bool fused) {
+    return mha.attend_heads(
+        mha.project_queries(x), cache.keys, cache.values, mask,
+        {.need_weights = true, .head_weights = HeadWeights::PerHead, .fused = fused});
+  };
+  autograd::NoGradGuard no_grad;
+  const MultiHeadOutput f = go(true), c = go(false);
+  EXPECT_TRUE(all_close(f.output.value(), c.output.value(), 2e-6, 2e-5));
+  EXPECT_TRUE(all_close(f.weights.value(), c.weights.value(), 2e-6, 2e-5));
+}
+
 }  // namespace
 }  // namespace qkv::attention

@@ -118,5 +118,42 @@ TEST(AttentionGradcheck, MultiHeadE8H2) {
   check_multi_head(HeadWeights::Averaged, MaskKind::None);
 }
 
+// The steps the Transformer runs (project_self / project_key_values / project_queries,
+// then attend_heads) w.r.t. the inputs and all eight parameters: self-attention under a
+// causal mask and cross-attention under key padding, with differentiable weights.
+void check_multi_head_steps(bool self_attention) {
+  const int64_t e = 8, tq = 3, tk = self_attention ? tq : 4;
+  std::vector<Tensor> inputs = {random_tensor({2, tq, e}, DType::F64, 1)};
+  if (!self_attention) inputs.push_back(random_tensor({2, tk, e}, DType::F64, 2));
+  const size_t p = inputs.size();  // the parameters follow the inputs
+  for (uint64_t i = 0; i < 4; ++i) inputs.push_back(random_tensor({e, e}, DType::F64, 30 + i, 0.4));
+  for (uint64_t i = 0; i < 4; ++i) inputs.push_back(random_tensor({e}, DType::F64, 40 + i, 0.1));
+  const MaskSpec mask = self_attention ? MaskSpec{.causal = true} : MaskSpec{.key_lengths = {4, 2}};
+  const autograd::GradcheckReport r = autograd::gradcheck(
+      [&](const Vars& v) {
+        const MultiHeadAttention mha(
+            {v[p], v[p + 1], v[p + 2], v[p + 3], v[p + 4], v[p + 5], v[p + 6], v[p + 7]}, 2);
+        const MultiHeadOptions options{
+            .need_weights = true, .head_weights = HeadWeights::PerHead, .weights_need_grad = true};
+        MultiHeadOutput out;
+        if (self_attention) {
+          const QueryKeyValueHeads h = mha.project_self(v[0]);
+          out = mha.attend_heads(h.queries, h.keys, h.values, mask, options);
+        } else {
+          const KeyValueHeads memory = mha.project_key_values(v[1]);
+          out = mha.attend_heads(mha.project_queries(v[0]), memory.keys, memory.values, mask,
+                                 options);
+        }
+        return autograd::add(project(out.output, 5), project(out.weights, 6));
+      },
+      inputs);
+  EXPECT_TRUE(r.passed) << r.message;
+}
+
+TEST(AttentionGradcheck, MultiHeadStepsSelfAndCross) {
+  check_multi_head_steps(true);
+  check_multi_head_steps(false);
+}
+
 }  // namespace
 }  // namespace qkv::attention::testing

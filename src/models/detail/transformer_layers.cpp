@@ -21,20 +21,25 @@ Tensor append(const Tensor& cache, const Tensor& row) {
   return ops::concat(parts, 2);
 }
 
+// lengths [B] (or empty: every key) -> the key-padding mask of every head.
+attention::MaskSpec key_padding(std::span<const int64_t> lengths) {
+  return {.key_lengths = {lengths.begin(), lengths.end()}};
+}
+
 }  // namespace
 
 EncoderLayer::EncoderLayer(nn::ParameterStore& store, const std::string& prefix, int64_t dim,
                            int64_t heads, int64_t ffn)
     : attn_norm_(store, nn::child_name(prefix, "self_attn_norm"), dim),
-      attn_(store, nn::child_name(prefix, "self_attn"), dim, heads),
+      attn_(make_multi_head(store, nn::child_name(prefix, "self_attn"), dim, heads)),
       ffn_norm_(store, nn::child_name(prefix, "ffn_norm"), dim),
       ffn_(store, nn::child_name(prefix, "ffn"), dim, ffn) {}
 
 Variable EncoderLayer::forward(const Variable& x, std::span<const int64_t> lengths,
                                nn::Dropout& dropout) {
-  const Variable n = attn_norm_.forward(x);
+  const attention::QueryKeyValueHeads qkv = attn_.project_self(attn_norm_.forward(x));
   const Variable a =
-      attn_.attend(attn_.queries(n), attn_.keys(n), attn_.values(n), lengths, false, false).output;
+      attn_.attend_heads(qkv.queries, qkv.keys, qkv.values, key_padding(lengths)).output;
   const Variable h = residual(x, a, dropout);
   return residual(h, ffn_.forward(ffn_norm_.forward(h)), dropout);
 }
@@ -42,9 +47,9 @@ Variable EncoderLayer::forward(const Variable& x, std::span<const int64_t> lengt
 DecoderLayer::DecoderLayer(nn::ParameterStore& store, const std::string& prefix, int64_t dim,
                            int64_t heads, int64_t ffn)
     : self_norm_(store, nn::child_name(prefix, "self_attn_norm"), dim),
-      self_attn_(store, nn::child_name(prefix, "self_attn"), dim, heads),
+      self_attn_(make_multi_head(store, nn::child_name(prefix, "self_attn"), dim, heads)),
       cross_norm_(store, nn::child_name(prefix, "cross_attn_norm"), dim),
-      cross_attn_(store, nn::child_name(prefix, "cross_attn"), dim, heads),
+      cross_attn_(make_multi_head(store, nn::child_name(prefix, "cross_attn"), dim, heads)),
       ffn_norm_(store, nn::child_name(prefix, "ffn_norm"), dim),
       ffn_(store, nn::child_name(prefix, "ffn"), dim, ffn) {}
 
@@ -52,44 +57,46 @@ Variable DecoderLayer::forward(const Variable& x, const Variable& memory,
                                std::span<const int64_t> lengths, nn::Dropout& dropout) {
   // Causal: position i sees targets 0..i. Target padding needs no mask: it comes after
   // every real position, so causality already hides it from them.
-  const Variable n = self_norm_.forward(x);
+  const attention::QueryKeyValueHeads self = self_attn_.project_self(self_norm_.forward(x));
   const Variable s =
-      self_attn_
-          .attend(self_attn_.queries(n), self_attn_.keys(n), self_attn_.values(n), {}, true, false)
-          .output;
+      self_attn_.attend_heads(self.queries, self.keys, self.values, {.causal = true}).output;
   Variable h = residual(x, s, dropout);
-  const Variable c =
-      cross_attn_
-          .attend(cross_attn_.queries(cross_norm_.forward(h)), cross_attn_.keys(memory),
-                  cross_attn_.values(memory), lengths, false, false)
-          .output;
+  // Memory's keys and values before the queries: the order the tape recorded them in
+  // before this layer used attention::MultiHeadAttention (bitwise-equal training).
+  const attention::KeyValueHeads kv = cross_attn_.project_key_values(memory);
+  const Variable q = cross_attn_.project_queries(cross_norm_.forward(h));
+  const Variable c = cross_attn_.attend_heads(q, kv.keys, kv.values, key_padding(lengths)).output;
   h = residual(h, c, dropout);
   return residual(h, ffn_.forward(ffn_norm_.forward(h)), dropout);
 }
 
 void DecoderLayer::prepare(const Variable& memory, LayerCache& cache) const {
-  cache.cross_k = cross_attn_.keys(memory).value();
-  cache.cross_v = cross_attn_.values(memory).value();
+  const attention::KeyValueHeads kv = cross_attn_.project_key_values(memory);
+  cache.cross_k = kv.keys.value();
+  cache.cross_v = kv.values.value();
   cache.self_k = Tensor();
   cache.self_v = Tensor();
 }
 
 Variable DecoderLayer::step(const Variable& x, LayerCache& cache, std::span<const int64_t> lengths,
                             nn::Dropout& dropout, Tensor* weights) {
-  const Variable n = self_norm_.forward(x);  // [B, 1, E]: only the newest position
-  cache.self_k = append(cache.self_k, self_attn_.keys(n).value());
-  cache.self_v = append(cache.self_v, self_attn_.values(n).value());
+  // [B, 1, E]: only the newest position is projected; the cache holds the others.
+  const attention::QueryKeyValueHeads self = self_attn_.project_self(self_norm_.forward(x));
+  cache.self_k = append(cache.self_k, self.keys.value());
+  cache.self_v = append(cache.self_v, self.values.value());
   // One query at the end of the sequence sees every cached position: no mask needed.
-  const Variable s = self_attn_
-                         .attend(self_attn_.queries(n), Variable(cache.self_k),
-                                 Variable(cache.self_v), {}, false, false)
-                         .output;
+  const Variable s =
+      self_attn_.attend_heads(self.queries, Variable(cache.self_k), Variable(cache.self_v), {})
+          .output;
   Variable h = residual(x, s, dropout);
-  const MultiHeadBlock::Output c =
-      cross_attn_.attend(cross_attn_.queries(cross_norm_.forward(h)), Variable(cache.cross_k),
-                         Variable(cache.cross_v), lengths, false, weights != nullptr);
+  attention::MultiHeadOptions options;
+  options.need_weights = weights != nullptr;
+  options.head_weights = attention::HeadWeights::PerHead;
+  const attention::MultiHeadOutput c = cross_attn_.attend_heads(
+      cross_attn_.project_queries(cross_norm_.forward(h)), Variable(cache.cross_k),
+      Variable(cache.cross_v), key_padding(lengths), options);
   if (weights) {
-    const Tensor& w = c.weights;  // [B, H, 1, Ts]
+    const Tensor w = c.weights.value().contiguous();  // [B, H, 1, Ts]
     *weights = w.reshape({w.dim(0), w.dim(1), w.dim(3)});
   }
   h = residual(h, c.output, dropout);

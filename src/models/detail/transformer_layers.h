@@ -12,7 +12,7 @@
 #include <span>
 #include <string>
 
-#include "detail/multi_head_block.h"
+#include "detail/multi_head.h"
 #include "qkv/nn/dropout.h"
 #include "qkv/nn/feed_forward.h"
 #include "qkv/nn/layer_norm.h"
@@ -30,7 +30,7 @@ class EncoderLayer {
 
  private:
   nn::LayerNorm attn_norm_;
-  MultiHeadBlock attn_;
+  attention::MultiHeadAttention attn_;
   nn::LayerNorm ffn_norm_;
   nn::FeedForward ffn_;
 };
@@ -63,9 +63,9 @@ class DecoderLayer {
 
  private:
   nn::LayerNorm self_norm_;
-  MultiHeadBlock self_attn_;
+  attention::MultiHeadAttention self_attn_;
   nn::LayerNorm cross_norm_;
-  MultiHeadBlock cross_attn_;
+  attention::MultiHeadAttention cross_attn_;
   nn::LayerNorm ffn_norm_;
   nn::FeedForward ffn_;
 };

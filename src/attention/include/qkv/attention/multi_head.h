@@ -1,8 +1,21 @@
 // Multi-head attention (Vaswani et al. 2017, sec. 3.2.2): project to Q, K, V, split the
-// feature dimension E into H heads of E/H, scaled-dot attention per head, merge the
-// heads and project: out = concat_h(softmax(Q_h K_hᵀ/sqrt(E/H)) V_h) W_o + b_o.
-// Parameter layout follows PyTorch's nn.MultiheadAttention (x Wᵀ + b with W [E, E]),
-// so its weights load directly.
+// feature dimension E into H heads of Dh = E/H, scaled-dot attention per head, merge the
+// heads and project: out = concat_h(softmax(Q_h K_hᵀ/sqrt(Dh)) V_h) W_o + b_o.
+// Parameter layout follows PyTorch's nn.MultiheadAttention (x Wᵀ + b with W [E, E]; wq, wk,
+// wv are the three row blocks of its in_proj_weight), so its weights load directly.
+//
+// The one multi-head attention of qkv: the Transformer runs it, library users call it.
+// Two ways in, computing bitwise the same (forward is literally the steps in a row):
+//   - forward(query, key, value, mask): project, attend, merge, project;
+//   - the steps, for incremental decoding with a K/V projection cache:
+//       project_queries / project_keys / project_values  x [B, T, E] -> heads [B, H, T, Dh]
+//       project_self (self-attention) and project_key_values (cross-attention memory),
+//       attend_heads(q, k, v, mask): pre-projected heads -> [B, Tq, E] after W_o.
+//     A decoder keeps the K/V heads of past positions (concatenated along T) and projects
+//     only its newest row; a beam reorders them along B.
+// project_self and project_key_values are where the Q/K/V (or K/V) projections of one
+// input can later become one GEMM over stacked weights (issue 13); callers that use them
+// get that for free.
 #pragma once
 
 #include <cstdint>
@@ -37,21 +50,48 @@ struct MultiHeadOutput {
   autograd::Variable weights;
 };
 
+// Projected heads, each [B, H, T, Dh] and contiguous (so a cache can concatenate them).
+struct QueryKeyValueHeads {
+  autograd::Variable queries, keys, values;
+};
+struct KeyValueHeads {
+  autograd::Variable keys, values;
+};
+
 class MultiHeadAttention {
  public:
   // E divisible by heads (else ConfigError). Xavier-uniform weights, zero biases, drawn
   // from rng (float32).
   MultiHeadAttention(int64_t embed_dim, int64_t heads, Rng& rng);
+  // Takes the caller's parameters (e.g. views into a model's parameter arena): gradients
+  // flow into them. wq..wo [E, E], biases [E] or undefined, one dtype (else typed Error).
   MultiHeadAttention(MultiHeadParams params, int64_t heads);
 
   // query [B, Tq, E], key/value [B, Tk, E] -> output [B, Tq, E]. No residual: the
-  // caller adds it (pre-LN Transformer blocks do x + attn(norm(x))).
+  // caller adds it (pre-LN Transformer blocks do x + attn(norm(x))). mask in batch
+  // terms (key_lengths [B]); it applies to every head.
   MultiHeadOutput forward(const autograd::Variable& query, const autograd::Variable& key,
                           const autograd::Variable& value, const MaskSpec& mask,
                           const MultiHeadOptions& options = {}) const;
 
+  // x [B, T, E] -> [B, H, T, Dh]: x Wᵀ + b, head h = features [h·Dh, (h+1)·Dh).
+  autograd::Variable project_queries(const autograd::Variable& x) const;
+  autograd::Variable project_keys(const autograd::Variable& x) const;
+  autograd::Variable project_values(const autograd::Variable& x) const;
+  // Self-attention: the three projections of one x [B, T, E].
+  QueryKeyValueHeads project_self(const autograd::Variable& x) const;
+  // Cross-attention: keys and values of memory [B, Tk, E], computed once per source.
+  KeyValueHeads project_key_values(const autograd::Variable& memory) const;
+
+  // queries [B, H, Tq, Dh], keys/values [B, H, Tk, Dh] (from the project_* above or a
+  // cache of them) -> output [B, Tq, E] after W_o; weights as forward's.
+  MultiHeadOutput attend_heads(const autograd::Variable& queries, const autograd::Variable& keys,
+                               const autograd::Variable& values, const MaskSpec& mask,
+                               const MultiHeadOptions& options = {}) const;
+
   const MultiHeadParams& params() const noexcept { return params_; }
   int64_t heads() const noexcept { return heads_; }
+  int64_t embed_dim() const noexcept { return params_.wq.value().dim(0); }
 
  private:
   MultiHeadParams params_;

@@ -1,0 +1,151 @@
+// MultiHeadAttention's steps (project_* and attend_heads, what the Transformer runs with
+// its K/V cache) against forward() and against the per-head computation written out
+// with attend(): one multi-head attention, however it is called.
+#include <vector>
+
+#include "attention_test_util.h"
+#include "qkv/attention/multi_head.h"
+#include "qkv/autograd/functions.h"
+#include "qkv/ops/sequence.h"
+
+namespace qkv::attention::testing {
+namespace {
+
+using qkv::testing::all_close;
+using qkv::testing::bitwise_equal;
+
+MultiHeadAttention random_mha(int64_t e, int64_t heads, DType dtype) {
+  MultiHeadParams p;
+  uint64_t seed = 40;
+  for (Variable* w : {&p.wq, &p.wk, &p.wv, &p.wo}) *w = leaf(random_tensor({e, e}, dtype, ++seed));
+  for (Variable* b : {&p.bq, &p.bk, &p.bv, &p.bo}) *b = leaf(random_tensor({e}, dtype, ++seed));
+  return MultiHeadAttention(p, heads);
+}
+
+// x [B, T, E] Wᵀ + b restricted to head h's rows of W and b: [B, T, Dh].
+Variable head_projection(const Variable& x, const Variable& w, const Variable& b, int64_t h,
+                         int64_t dh) {
+  const Tensor& t = x.value();
+  const Variable wh = leaf(w.value().slice(0, h * dh, (h + 1) * dh).contiguous(), false);
+  const Variable bh = leaf(b.value().slice(0, h * dh, (h + 1) * dh).contiguous(), false);
+  const Variable rows = autograd::reshape(x, {t.dim(0) * t.dim(1), t.dim(2)});
+  const Variable y = autograd::add_bias(autograd::matmul(rows, wh, {.transpose_b = true}), bh);
+  return autograd::reshape(y, {t.dim(0), t.dim(1), dh});
+}
+
+// Vaswani et al. eq. (4-5) written out: head_h = attend(x W_q,hᵀ, ...), then
+// concat_h(head_h) W_oᵀ + b_o, all on the composed path.
+Tensor composed_per_head(const MultiHeadAttention& mha, const Variable& q, const Variable& kv,
+                         const MaskSpec& mask) {
+  const MultiHeadParams& p = mha.params();
+  const int64_t heads = mha.heads(), dh = mha.embed_dim() / heads;
+  std::vector<Tensor> contexts;
+  for (int64_t h = 0; h < heads; ++h) {
+    const AttentionOutput a =
+        attend(head_projection(q, p.wq, p.bq, h, dh), head_projection(kv, p.wk, p.bk, h, dh),
+               head_projection(kv, p.wv, p.bv, h, dh), mask, {},
+               {.kind = ScoreKind::ScaledDot, .fused = false});
+    contexts.push_back(a.context.value());
+  }
+  std::vector<TensorView> views;
+  for (const Tensor& c : contexts) views.push_back(c.view());
+  const Tensor merged = ops::concat(views, 2);  // [B, Tq, E]
+  const Variable rows = leaf(merged.reshape({merged.dim(0) * merged.dim(1), merged.dim(2)}), false);
+  const Variable y = autograd::add_bias(autograd::matmul(rows, p.wo, {.transpose_b = true}), p.bo);
+  return y.value().reshape(merged.shape());
+}
+
+TEST(MultiHeadSteps, ForwardIsBitwiseTheProjectionsThenAttendHeads) {
+  const MultiHeadAttention mha = random_mha(8, 2, DType::F32);
+  const Variable q = leaf(random_tensor({2, 3, 8}, DType::F32, 1), false),
+                 kv = leaf(random_tensor({2, 5, 8}, DType::F32, 2), false);
+  for (MaskKind kind : all_masks()) {
+    SCOPED_TRACE(mask_name(kind));
+    const MaskSpec mask = make_mask(kind, 3, 5, DType::F32);
+    const MultiHeadOptions options{.need_weights = true, .head_weights = HeadWeights::PerHead};
+    const MultiHeadOutput whole = mha.forward(q, kv, kv, mask, options);
+    const KeyValueHeads memory = mha.project_key_values(kv);
+    const MultiHeadOutput steps =
+        mha.attend_heads(mha.project_queries(q), memory.keys, memory.values, mask, options);
+    EXPECT_TRUE(bitwise_equal(whole.output.value(), steps.output.value()));
+    EXPECT_TRUE(bitwise_equal(whole.weights.value(), steps.weights.value()));
+  }
+}
+
+TEST(MultiHeadSteps, ProjectionsAreHeadSlicesOfTheLinearMap) {
+  const MultiHeadAttention mha = random_mha(6, 3, DType::F64);
+  const Variable x = leaf(random_tensor({2, 4, 6}, DType::F64, 3), false);
+  const QueryKeyValueHeads self = mha.project_self(x);
+  const MultiHeadParams& p = mha.params();
+  const std::vector<std::pair<Variable, std::pair<Variable, Variable>>> cases = {
+      {self.queries, {p.wq, p.bq}}, {self.keys, {p.wk, p.bk}}, {self.values, {p.wv, p.bv}}};
+  for (const auto& [heads, wb] : cases) {
+    ASSERT_EQ(heads.value().shape(), Shape({2, 3, 4, 2}));  // [B, H, T, Dh]
+    for (int64_t h = 0; h < 3; ++h) {
+      const Tensor expected = head_projection(x, wb.first, wb.second, h, 2).value();
+      EXPECT_TRUE(all_close(heads.value().slice(1, h, h + 1).contiguous().reshape({2, 4, 2}),
+                            expected, 1e-15, 1e-14));
+    }
+  }
+}
+
+TEST(MultiHeadSteps, EqualsThePerHeadComputationWrittenOut) {
+  for (DType dtype : {DType::F64, DType::F32}) {
+    const double tol = dtype == DType::F64 ? 1e-12 : 2e-5;
+    const MultiHeadAttention mha = random_mha(12, 3, dtype);
+    const Variable q = leaf(random_tensor({2, 4, 12}, dtype, 5), false),
+                   kv = leaf(random_tensor({2, 6, 12}, dtype, 6), false);
+    for (MaskKind kind : all_masks()) {
+      SCOPED_TRACE(mask_name(kind));
+      const MaskSpec mask = make_mask(kind, 4, 6, dtype);
+      const Tensor expected = composed_per_head(mha, q, kv, mask);
+      EXPECT_TRUE(all_close(mha.forward(q, kv, kv, mask).output.value(), expected, tol, tol));
+      EXPECT_TRUE(all_close(mha.forward(q, kv, kv, mask, {.fused = false}).output.value(), expected,
+                            tol, tol));
+    }
+  }
+}
+
+// A decoder projecting one position per step and attending over its K/V cache sees what
+// the causal forward over the whole sequence sees.
+TEST(MultiHeadSteps, KeyValueCacheStepsEqualTheCausalForward) {
+  const int64_t t_len = 5;
+  const MultiHeadAttention mha = random_mha(8, 2, DType::F64);
+  const Tensor x = random_tensor({2, t_len, 8}, DType::F64, 7);
+  autograd::NoGradGuard no_grad;
+  const Tensor whole = mha.forward(leaf(x), leaf(x), leaf(x), {.causal = true}).output.value();
+  Tensor keys, values;
+  for (int64_t t = 0; t < t_len; ++t) {
+    const QueryKeyValueHeads row = mha.project_self(leaf(x.slice(1, t, t + 1).contiguous()));
+    auto append = [](const Tensor& cache, const Tensor& r) {
+      if (!cache.defined()) return r;
+      const std::vector<TensorView> parts{cache.view(), r.view()};
+      return ops::concat(parts, 2);
+    };
+    keys = append(keys, row.keys.value());
+    values = append(values, row.values.value());
+    const Tensor step =
+        mha.attend_heads(row.queries, leaf(keys), leaf(values), {}).output.value();  // [B, 1, E]
+    EXPECT_TRUE(all_close(step, whole.slice(1, t, t + 1), 1e-14, 1e-12)) << "step " << t;
+  }
+}
+
+TEST(MultiHeadSteps, AttendHeadsRejectsHeadsOfAnotherShape) {
+  const MultiHeadAttention mha = random_mha(8, 2, DType::F32);
+  const Variable good = leaf(random_tensor({2, 2, 3, 4}, DType::F32, 8), false);
+  const Variable wrong_heads = leaf(random_tensor({2, 4, 3, 2}, DType::F32, 9), false);
+  const Variable flat = leaf(random_tensor({2, 3, 8}, DType::F32, 10), false);
+  const Variable other_batch = leaf(random_tensor({1, 2, 3, 4}, DType::F32, 11), false);
+  EXPECT_THROW(mha.attend_heads(wrong_heads, good, good, {}), ShapeError);
+  EXPECT_THROW(mha.attend_heads(good, flat, good, {}), ShapeError);
+  EXPECT_THROW(mha.attend_heads(good, other_batch, other_batch, {}), ShapeError);
+  EXPECT_THROW(mha.attend_heads(good, good, leaf(random_tensor({2, 2, 4, 4}, DType::F32, 12)), {}),
+               ShapeError);
+  EXPECT_THROW(mha.attend_heads(good, good, leaf(random_tensor({2, 2, 3, 4}, DType::F64, 13)), {}),
+               ValueError);
+  EXPECT_THROW(mha.project_keys(leaf(random_tensor({2, 3, 6}, DType::F32, 14))), ShapeError);
+  EXPECT_THROW(mha.attend_heads(good, good, good, {.key_lengths = {1}}), ShapeError);
+}
+
+}  // namespace
+}  // namespace qkv::attention::testing

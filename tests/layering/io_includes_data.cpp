@@ -1,0 +1,3 @@
+// Must NOT compile: io and data are siblings over tensor/base; model files know nothing
+// of corpora or vocabularies.
+#include "qkv/data/vocab.h"
