@@ -19,15 +19,15 @@ Translator load_translator(const fs::path& path) {
   std::error_code ec;
   fs::path file = path;
   if (fs::is_directory(path, ec)) {
-    file = path / train::kModelFile;
-    QKV_CHECK(fs::exists(file, ec), IoError, "--model ", path.string(), ": no ", train::kModelFile,
+    file = path / models::kModelFile;
+    QKV_CHECK(fs::exists(file, ec), IoError, "--model ", path.string(), ": no ", models::kModelFile,
               " in this directory; train one with `qkv train --model ", path.string(),
               "` or pass a model file");
   } else {
     QKV_CHECK(fs::exists(path, ec), IoError, "--model ", path.string(),
               ": no such model directory or file");
   }
-  train::LoadedModel loaded = train::load_model(file);
+  models::LoadedModel loaded = models::load_model(file);
   const fs::path vocab_path = file.parent_path() / loaded.info.vocab_file;
   QKV_CHECK(fs::exists(vocab_path, ec), IoError, file.string(), " names the vocabulary ",
             loaded.info.vocab_file, ", but ", vocab_path.string(), " does not exist");

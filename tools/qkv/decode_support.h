@@ -19,8 +19,8 @@
 #include "qkv/data/text_file.h"
 #include "qkv/data/vocab.h"
 #include "qkv/experiment/test_set.h"
+#include "qkv/models/model_file.h"
 #include "qkv/models/seq2seq.h"
-#include "qkv/train/checkpoint.h"
 
 namespace qkv::tool {
 
@@ -29,7 +29,7 @@ struct Translator {
   std::unique_ptr<models::Seq2Seq> model;
   data::Vocab vocab;
   std::filesystem::path file;  // the model file loaded
-  train::ModelFileInfo info;
+  models::ModelFileInfo info;
 };
 
 // `path` is a model directory (its model.safetensors is loaded) or a model file; the
