@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "qkv/decode/alignment.h"
 #include "qkv/decode/translator.h"
 #include "qkv/eval/by_length.h"
 
@@ -40,24 +41,13 @@ std::optional<viz::AttentionMap> attention_sample(models::Seq2Seq& model, const 
   if (!r.ok()) return std::nullopt;
   const decode::TranslatedHypothesis& h = r.hypotheses[0];
   if (h.tokens.empty() || h.attention.empty()) return std::nullopt;
-  const std::vector<int32_t> ids(r.source.begin(), r.source.end() - 1);
 
-  // Rows [S, Ts] with Ts = source tokens + EOS: keep the T real steps and the real tokens.
-  // Steps that emitted a control token (<pad>, <s>: a barely trained model does) write
-  // nothing into the translation, so they get no row either.
-  const size_t ts = r.source.size(), cols = ids.size();
-  viz::AttentionMap map;
-  map.source = vocab.pieces(ids);
-  for (size_t t = 0; t < h.tokens.size(); ++t) {
-    const int32_t id = h.tokens[t];
-    if (id == vocab.pad_id() || id == vocab.bos_id() || id == vocab.eos_id()) continue;
-    map.target.push_back(vocab.piece(id));
-    for (size_t s = 0; s < cols; ++s) map.weights.push_back(h.attention[t * ts + s]);
-  }
-  if (map.target.empty()) return std::nullopt;
-  map = viz::merge_subwords(map, viz::sentencepiece_word_starts(map.source),
-                            viz::sentencepiece_word_starts(map.target));
-  map.title = std::move(title);
+  // Words by the one merging rule (translate --alignment's, decode::word_starts): steps that
+  // emitted a control token (<pad>, <s>: a barely trained model does) write nothing into the
+  // translation, so they get no row; the source EOS gets no column.
+  std::optional<viz::AttentionMap> map = decode::word_map(vocab, r.source, h.tokens, h.attention);
+  if (!map) return std::nullopt;
+  map->title = std::move(title);
   return map;
 }
 

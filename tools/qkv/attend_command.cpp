@@ -2,12 +2,12 @@
 // as a terminal heatmap and optionally as SVG / PNG files.
 #include <iostream>
 
-#include "alignment.h"
 #include "command.h"
 #include "decode_commands.h"
 #include "decode_support.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/cli/options.h"
+#include "qkv/decode/alignment.h"
 #include "qkv/decode/translator.h"
 #include "qkv/io/atomic_file.h"
 
@@ -136,8 +136,8 @@ void show_attention(const cli::ParsedOptions& p, const decode::Translator& tr,
   for (const Selection& s : shown) {
     std::vector<float> rows = tr.attention(r, h, s.which);
     rows.resize(h.token_log_probs.size() * r.source.size());  // a cut hypothesis has no EOS step
-    viz::AttentionMap map =
-        token_attention(tr.vocab(), r.source, h.tokens, rows, p.get<bool>("merge-subwords"));
+    viz::AttentionMap map = decode::token_attention(tr.vocab(), r.source, h.tokens, rows,
+                                                    p.get<bool>("merge-subwords"));
     map.title = "line " + std::to_string(line.number) + (s.title.empty() ? "" : ": " + s.title);
     std::cout << viz::render_terminal(map, {.max_width = int(p.get<int64_t>("width")),
                                             .color = p.get<bool>("color")})

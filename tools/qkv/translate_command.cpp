@@ -2,12 +2,12 @@
 #include <chrono>
 #include <iostream>
 
-#include "alignment.h"
 #include "command.h"
 #include "decode_commands.h"
 #include "decode_support.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/cli/options.h"
+#include "qkv/decode/alignment.h"
 #include "qkv/decode/translator.h"
 
 namespace qkv::tool {
@@ -129,9 +129,9 @@ decode::TranslateOptions translate_options(const cli::ParsedOptions& p,
 std::string alignment_suffix(const Job& job, const std::vector<int32_t>& source,
                              const decode::TranslatedHypothesis& h) {
   if (!job.flags.has("alignment")) return {};
-  const auto words = word_attention(job.translator.vocab(), source, h.tokens, h.attention);
+  const auto words = decode::word_attention(job.translator.vocab(), source, h.tokens, h.attention);
   const bool hard = job.flags.get<std::string>("alignment") == "hard";
-  return " ||| " + (hard ? hard_alignment(words) : soft_alignment(words));
+  return " ||| " + (hard ? decode::hard_alignment(words) : decode::soft_alignment(words));
 }
 
 // The output line(s) of one input line: its translation, or its n-best list.
