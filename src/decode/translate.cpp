@@ -17,9 +17,10 @@ int64_t token_limit(const models::ModelConfig& config, int64_t max_length) {
   return max_length > 0 ? std::min(max_length, model_limit) : model_limit;
 }
 
-void check_batching(int64_t max_length, int64_t mini_batch) {
-  QKV_CHECK(max_length >= 0, ConfigError, "max_length ", max_length, " must be >= 0");
-  QKV_CHECK(mini_batch >= 1, ConfigError, "mini_batch ", mini_batch, " must be at least 1");
+void check_batching(const TranslateOptions& o) {
+  QKV_CHECK(o.max_length >= 0, ConfigError, "max_length ", o.max_length, " must be >= 0");
+  QKV_CHECK(o.mini_batch >= 1, ConfigError, "mini_batch ", o.mini_batch, " must be at least 1");
+  QKV_CHECK(o.batch_tokens >= 0, ConfigError, "batch_tokens ", o.batch_tokens, " must be >= 0");
 }
 
 // Indices of the usable results, ordered by source length (stable), so a batch holds
@@ -68,16 +69,29 @@ TranslatedHypothesis translated(const data::Vocab& vocab, Hypothesis&& h) {
   return t;
 }
 
+// The end of the batch that starts at order[begin]: at most mini_batch sentences and,
+// with a token budget, at most batch_tokens source tokens with padding (sentences x the
+// longest, which is the last: `order` is sorted by length); always at least one.
+size_t batch_end(const std::vector<SentenceResult>& results, const std::vector<size_t>& order,
+                 size_t begin, const TranslateOptions& options) {
+  const size_t last = std::min(order.size(), begin + size_t(options.mini_batch));
+  size_t end = begin + 1;
+  while (end < last && (options.batch_tokens == 0 ||
+                        int64_t(end - begin + 1) * int64_t(results[order[end]].source.size()) <=
+                            options.batch_tokens))
+    ++end;
+  return end;
+}
+
 // Searches the usable results in batches and fills in their hypotheses.
 void search_all(models::Seq2Seq& model, const data::Vocab& vocab,
                 std::vector<SentenceResult>& results, const TranslateOptions& options) {
   const BeamSearchOptions& search = options.search;
   const bool fast = !options.scores && search.beam_size == 1 && !search.keep_attention;
   const std::vector<size_t> order = usable_by_length(results);
-  const auto mini = size_t(options.mini_batch);
-  for (size_t begin = 0; begin < order.size(); begin += mini) {
-    const std::span<const size_t> which =
-        std::span(order).subspan(begin, std::min(mini, order.size() - begin));
+  for (size_t begin = 0, end = 0; begin < order.size(); begin = end) {
+    end = batch_end(results, order, begin, options);
+    const std::span<const size_t> which = std::span(order).subspan(begin, end - begin);
     std::vector<std::vector<int32_t>> rows;
     for (const size_t i : which)
       rows.emplace_back(results[i].source.begin(), results[i].source.end() - 1);
@@ -114,7 +128,7 @@ std::vector<SentenceResult> run(models::Seq2Seq& model, const data::Vocab& vocab
 }
 
 void prepare(models::Seq2Seq& model, const TranslateOptions& options) {
-  check_batching(options.max_length, options.mini_batch);
+  check_batching(options);
   validate(options.search);
   model.set_training(false);
 }

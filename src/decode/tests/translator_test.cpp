@@ -50,7 +50,8 @@ TEST_P(TranslatorTest, BatchingAndTheGreedyPathChangeNoOutput) {
   one.mini_batch = 1;
   TranslateOptions batched = one;
   batched.mini_batch = 3;
-  batched.scores = false;  // greedy_decode instead of beam search with beam 1
+  batched.batch_tokens = 40;  // some batches of 3, some cut by the budget
+  batched.scores = false;     // greedy_decode instead of beam search with beam 1
   const auto a = tr.translate(input_, one), b = tr.translate(input_, batched);
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {

@@ -3,7 +3,8 @@
 // hypotheses out, in input order.
 //
 //   text -> encode -> drop what cannot be decoded (with a typed reason) -> sort by length
-//   -> batches of `mini_batch` sentences -> memory check -> greedy or beam search
+//   -> batches of `mini_batch` sentences within `batch_tokens` -> memory check -> greedy or beam
+//   search
 //   -> scatter back to input order.
 //
 // Each sentence decodes the same alone as inside any batch (beam_search's contract), so
@@ -52,6 +53,9 @@ struct TranslateOptions {
   // the model's own limit (a Transformer's max_positions - 1).
   int64_t max_length = 0;
   int64_t mini_batch = 32;  // sentences decoded together (>= 1)
+  // A token budget as well (0: none): a batch holds at most this many source tokens,
+  // padding and EOS included (sentences x the longest), and always one sentence.
+  int64_t batch_tokens = 0;
   // false: with beam_size 1 and no attention kept, take greedy_decode's cheaper path,
   // which makes the same choices but reports tokens only (no log-probabilities, score 0).
   bool scores = true;
