@@ -92,7 +92,7 @@ void check_finite(const Tensor& t, const std::string& what) {
       c.dtype() == DType::F32 ? double(c.data<float>()[bad]) : c.data<double>()[bad];
   QKV_THROW(ValueError, what, " ", describe(c), " holds ", value, " at element ", bad,
             ": non-finite values are never saved or loaded (the model diverged; resume from "
-            "an earlier checkpoint with a lower --learn-rate)");
+            "an earlier checkpoint with a lower learning rate)");
 }
 
 void check_config_fits(const models::ModelConfig& config, const io::SafetensorsFile& file,
