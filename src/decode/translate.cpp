@@ -120,17 +120,22 @@ SentenceResult sentence(std::vector<int32_t> ids, int64_t limit, int32_t eos) {
   return r;
 }
 
-std::vector<SentenceResult> run(models::Seq2Seq& model, const data::Vocab& vocab,
-                                std::vector<SentenceResult> results,
-                                const TranslateOptions& options) {
-  search_all(model, vocab, results, options);
-  return results;
-}
-
-void prepare(models::Seq2Seq& model, const TranslateOptions& options) {
+// The path translate and translate_tokens share: `make(input, limit, eos)` turns each
+// input into its result (encoded, or skipped with its reason), then the search runs.
+template <class Input, class Make>
+std::vector<SentenceResult> drive(models::Seq2Seq& model, const data::Vocab& vocab,
+                                  std::span<const Input> inputs, const TranslateOptions& options,
+                                  Make make) {
   check_batching(options);
   validate(options.search);
   model.set_training(false);
+  const int64_t limit = token_limit(model.config(), options.max_length);
+  const auto eos = int32_t(model.config().eos_id);
+  std::vector<SentenceResult> results;
+  results.reserve(inputs.size());
+  for (const Input& input : inputs) results.push_back(make(input, limit, eos));
+  search_all(model, vocab, results, options);
+  return results;
 }
 
 }  // namespace
@@ -169,31 +174,21 @@ data::Batch source_batch(const std::vector<std::vector<int32_t>>& rows,
 std::vector<SentenceResult> translate(models::Seq2Seq& model, const data::Vocab& vocab,
                                       std::span<const std::string> sentences,
                                       const TranslateOptions& options) {
-  prepare(model, options);
-  const int64_t limit = token_limit(model.config(), options.max_length);
-  const auto eos = int32_t(model.config().eos_id);
-  std::vector<SentenceResult> results;
-  results.reserve(sentences.size());
-  for (const std::string& s : sentences) {
-    if (data::is_blank(s)) {
-      results.push_back({.skipped = SkipReason::Blank, .token_limit = limit});
-      continue;
-    }
-    results.push_back(sentence(vocab.encode(s), limit, eos));
-  }
-  return run(model, vocab, std::move(results), options);
+  return drive(model, vocab, sentences, options,
+               [&](const std::string& s, int64_t limit, int32_t eos) {
+                 if (data::is_blank(s))
+                   return SentenceResult{.skipped = SkipReason::Blank, .token_limit = limit};
+                 return sentence(vocab.encode(s), limit, eos);
+               });
 }
 
 std::vector<SentenceResult> translate_tokens(models::Seq2Seq& model, const data::Vocab& vocab,
                                              std::span<const std::vector<int32_t>> rows,
                                              const TranslateOptions& options) {
-  prepare(model, options);
-  const int64_t limit = token_limit(model.config(), options.max_length);
-  const auto eos = int32_t(model.config().eos_id);
-  std::vector<SentenceResult> results;
-  results.reserve(rows.size());
-  for (const std::vector<int32_t>& row : rows) results.push_back(sentence(row, limit, eos));
-  return run(model, vocab, std::move(results), options);
+  return drive(model, vocab, rows, options,
+               [](const std::vector<int32_t>& row, int64_t limit, int32_t eos) {
+                 return sentence(row, limit, eos);
+               });
 }
 
 }  // namespace qkv::decode

@@ -62,6 +62,27 @@ TEST_P(TranslatorTest, BatchingAndTheGreedyPathChangeNoOutput) {
   }
 }
 
+TEST_P(TranslatorTest, TokenRowsTranslateAsTheirText) {
+  const Translator tr = load();
+  TranslateOptions o;
+  o.search.beam_size = 2;
+  std::vector<std::vector<int32_t>> rows;
+  for (const std::string& line : input_) rows.push_back(tr.vocab().encode(line));
+  const auto from_text = tr.translate(input_, o);
+  const auto from_rows = translate_tokens(tr.model(), tr.vocab(), rows, o);
+  ASSERT_EQ(from_text.size(), from_rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    ASSERT_EQ(from_rows[i].ok(), !rows[i].empty()) << "line " << i + 1;
+    if (!rows[i].empty()) {
+      EXPECT_EQ(from_rows[i].hypotheses[0].text, from_text[i].hypotheses[0].text);
+      EXPECT_EQ(from_rows[i].hypotheses[0].score, from_text[i].hypotheses[0].score);
+    } else {
+      EXPECT_EQ(from_rows[i].skipped, SkipReason::NoTokens);  // text: Blank
+      EXPECT_EQ(from_text[i].skipped, SkipReason::Blank);
+    }
+  }
+}
+
 TEST_P(TranslatorTest, SkipsWithAReasonAndKeepsItsPlace) {
   const Translator tr = load();
   TranslateOptions o;
