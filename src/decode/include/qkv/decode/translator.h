@@ -122,7 +122,10 @@ std::vector<ScoreResult> score(models::Seq2Seq& model, const data::Vocab& vocab,
                                std::span<const std::string> sources,
                                std::span<const std::string> targets, const ScoreOptions& options);
 
-// A loaded model directory (or file) with its vocabulary, ready to translate.
+// A loaded model directory (or file) with its vocabulary, ready to translate. Calls on
+// one Translator (and its copies, which share the model) run one at a time: the model's
+// decoder state is per call, but its evaluation-mode switch and dropout counters are
+// shared. Two Translators in two threads at once are not tested yet (issue 15 needs it).
 class Translator {
  public:
   // `path`: a model directory (its model.safetensors) or a model file; the vocabulary is
