@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "qkv/data/batcher.h"
-#include "qkv/decode/beam_search.h"
+#include "qkv/decode/alignment.h"
+#include "qkv/decode/translator.h"
 #include "qkv/eval/by_length.h"
 
 namespace qkv::experiment {
@@ -31,41 +31,23 @@ std::optional<viz::AttentionMap> attention_sample(models::Seq2Seq& model, const 
                                                   std::string title) {
   const models::ModelConfig& c = model.config();
   if (!models::attends(c)) return std::nullopt;
-  const std::vector<int32_t> ids = vocab.encode(source);
-  if (ids.empty()) return std::nullopt;
-  model.set_training(false);
-  data::TokenizedCorpus corpus;
-  corpus.source = {ids};
-  corpus.line_numbers = {1};
-  const std::vector<int64_t> first = {0};
-  data::BatchOptions batch;
-  batch.pad_id = int32_t(c.pad_id);
-  batch.bos_id = int32_t(c.bos_id);
-  batch.eos_id = int32_t(c.eos_id);
-  const data::Batch b = data::make_batch(corpus, first, batch);
-  decode::BeamSearchOptions options;
-  options.beam_size = settings.beam_size;
-  options.normalize = settings.normalize;
-  options.keep_attention = true;
-  const decode::Hypothesis h = decode::beam_search(model, b.src, b.src_lengths, options)[0][0];
+  decode::TranslateOptions options;
+  options.search.beam_size = settings.beam_size;
+  options.search.normalize = settings.normalize;
+  options.search.keep_attention = true;
+  options.mini_batch = 1;
+  const std::vector<std::string> one = {std::string(source)};
+  const decode::SentenceResult r = decode::translate(model, vocab, one, options)[0];
+  if (!r.ok()) return std::nullopt;
+  const decode::TranslatedHypothesis& h = r.hypotheses[0];
   if (h.tokens.empty() || h.attention.empty()) return std::nullopt;
 
-  // Rows [S, Ts] with Ts = source tokens + EOS: keep the T real steps and the real tokens.
-  // Steps that emitted a control token (<pad>, <s>: a barely trained model does) write
-  // nothing into the translation, so they get no row either.
-  const size_t ts = size_t(h.source_length), cols = ids.size();
-  viz::AttentionMap map;
-  map.source = vocab.pieces(ids);
-  for (size_t t = 0; t < h.tokens.size(); ++t) {
-    const int32_t id = h.tokens[t];
-    if (id == vocab.pad_id() || id == vocab.bos_id() || id == vocab.eos_id()) continue;
-    map.target.push_back(vocab.piece(id));
-    for (size_t s = 0; s < cols; ++s) map.weights.push_back(h.attention[t * ts + s]);
-  }
-  if (map.target.empty()) return std::nullopt;
-  map = viz::merge_subwords(map, viz::sentencepiece_word_starts(map.source),
-                            viz::sentencepiece_word_starts(map.target));
-  map.title = std::move(title);
+  // Words by the one merging rule (translate --alignment's, decode::word_starts): steps that
+  // emitted a control token (<pad>, <s>: a barely trained model does) write nothing into the
+  // translation, so they get no row; the source EOS gets no column.
+  std::optional<viz::AttentionMap> map = decode::word_map(vocab, r.source, h.tokens, h.attention);
+  if (!map) return std::nullopt;
+  map->title = std::move(title);
   return map;
 }
 

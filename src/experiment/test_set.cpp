@@ -1,59 +1,12 @@
 #include "qkv/experiment/test_set.h"
 
-#include <algorithm>
 #include <chrono>
-#include <numeric>
 
 #include "qkv/base/error.h"
-#include "qkv/data/batcher.h"
 #include "qkv/data/parallel_corpus.h"
-#include "qkv/decode/beam_search.h"
-#include "qkv/decode/greedy.h"
+#include "qkv/decode/translator.h"
 
 namespace qkv::experiment {
-
-data::Batch source_batch(const std::vector<std::vector<int32_t>>& rows,
-                         const models::ModelConfig& config) {
-  data::TokenizedCorpus corpus;
-  corpus.source = rows;
-  corpus.line_numbers.resize(rows.size());
-  std::vector<int64_t> indices(rows.size());
-  std::iota(indices.begin(), indices.end(), 0);
-  data::BatchOptions options;
-  options.pad_id = int32_t(config.pad_id);
-  options.bos_id = int32_t(config.bos_id);
-  options.eos_id = int32_t(config.eos_id);
-  return data::make_batch(corpus, indices, options);
-}
-
-namespace {
-
-// One mini-batch of token rows -> output ids per row.
-std::vector<std::vector<int32_t>> search(models::Seq2Seq& model,
-                                         const std::vector<std::vector<int32_t>>& rows,
-                                         const decode::BeamSearchOptions& options) {
-  const data::Batch b = source_batch(rows, model.config());
-  if (options.beam_size == 1) {
-    // beam_search's contract: beam size 1 makes greedy_decode's choices; this is the
-    // cheaper path to them. The length limit is the longest row's.
-    int64_t limit = 1;
-    for (const int64_t n : b.src_lengths)
-      limit = std::max(limit, decode::max_target_length(options, n, model.config()));
-    std::vector<std::vector<int32_t>> out =
-        decode::greedy_decode(model, b.src, b.src_lengths, limit);
-    for (size_t i = 0; i < out.size(); ++i) {
-      const auto own = size_t(decode::max_target_length(options, b.src_lengths[i], model.config()));
-      if (out[i].size() > own) out[i].resize(own);
-    }
-    return out;
-  }
-  std::vector<std::vector<int32_t>> out;
-  for (auto& hyps : decode::beam_search(model, b.src, b.src_lengths, options))
-    out.push_back(std::move(hyps.front().tokens));
-  return out;
-}
-
-}  // namespace
 
 TestSet read_test_set(const std::filesystem::path& source, const std::filesystem::path& reference,
                       int64_t max_sentences) {
@@ -74,36 +27,21 @@ TestSet read_test_set(const std::filesystem::path& source, const std::filesystem
 TestTranslation translate_sentences(models::Seq2Seq& model, const data::Vocab& vocab,
                                     std::span<const std::string> sources,
                                     const SearchSettings& settings) {
-  QKV_CHECK(settings.mini_batch >= 1, ConfigError, "mini-batch ", settings.mini_batch,
-            " must be at least 1");
-  decode::BeamSearchOptions options;
-  options.beam_size = settings.beam_size;
-  options.normalize = settings.normalize;
-  decode::validate(options);
-  model.set_training(false);
-  const models::ModelConfig& config = model.config();
-  const int64_t max_tokens = models::max_sequence_tokens(config);
+  decode::TranslateOptions options;
+  options.search.beam_size = settings.beam_size;
+  options.search.normalize = settings.normalize;
+  options.mini_batch = settings.mini_batch;
+  options.scores = false;  // only the text: beam size 1 takes the greedy path
   const auto start = std::chrono::steady_clock::now();
+  const std::vector<decode::SentenceResult> results =
+      decode::translate(model, vocab, sources, options);
   TestTranslation t;
   t.hypotheses.resize(sources.size());
-  std::vector<std::vector<int32_t>> rows(sources.size());
-  std::vector<size_t> usable;
-  for (size_t i = 0; i < sources.size(); ++i) {
-    rows[i] = vocab.encode(sources[i]);
-    if (rows[i].empty() || int64_t(rows[i].size()) > max_tokens)
-      ++t.skipped;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i].ok())
+      t.hypotheses[i] = results[i].hypotheses.front().text;
     else
-      usable.push_back(i);
-  }
-  std::stable_sort(usable.begin(), usable.end(),
-                   [&](size_t a, size_t b) { return rows[a].size() < rows[b].size(); });
-  const auto mini = size_t(settings.mini_batch);
-  for (size_t begin = 0; begin < usable.size(); begin += mini) {
-    const size_t end = std::min(usable.size(), begin + mini);
-    std::vector<std::vector<int32_t>> batch;
-    for (size_t k = begin; k < end; ++k) batch.push_back(rows[usable[k]]);
-    const std::vector<std::vector<int32_t>> out = search(model, batch, options);
-    for (size_t k = begin; k < end; ++k) t.hypotheses[usable[k]] = vocab.decode(out[k - begin]);
+      ++t.skipped;
   }
   t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return t;

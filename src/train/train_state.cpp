@@ -2,14 +2,15 @@
 // metadata.
 #include <algorithm>
 
-#include "detail/metadata.h"
-#include "detail/tensor_match.h"
 #include "qkv/base/error.h"
 #include "qkv/io/safetensors.h"
+#include "qkv/models/file_checks.h"
 #include "qkv/train/checkpoint.h"
 
 namespace qkv::train {
 namespace {
+
+namespace file_checks = models::file_checks;
 
 constexpr const char* kStateFormat = "qkv-train-state";
 constexpr const char* kFirstMoment = "adam.m.";
@@ -21,31 +22,32 @@ Tensor moment_slice(std::span<const float> arena, const nn::Parameter& p) {
   return Tensor::from(shape, arena.subspan(size_t(p.offset), size_t(shape.numel())));
 }
 
-detail::Metadata progress_metadata(const TrainProgress& p, const Adam& adam) {
-  return {{"format", kStateFormat},
-          {"qkv_version", qkv_version()},
-          {"update", std::to_string(p.update)},
-          {"adam_step", std::to_string(adam.step_count())},
-          {"tokens_seen", std::to_string(p.tokens_seen)},
-          {"wall_seconds", detail::format_double(p.wall_seconds)},
-          {"rng.model_seed", std::to_string(p.model_seed)},
-          {"rng.dropout_offsets", detail::format_list(p.dropout_offsets)},
-          {"data.seed", std::to_string(p.position.seed)},
-          {"data.epoch", std::to_string(p.position.epoch)},
-          {"data.index", std::to_string(p.position.index)},
-          {"data.fingerprint", std::to_string(p.position.fingerprint)},
-          {"guard.consecutive", std::to_string(p.guard_consecutive)},
-          {"guard.total", std::to_string(p.guard_total)},
-          {"valid.count", std::to_string(p.validations)},
-          {"valid.best_loss", p.best_valid_loss ? detail::format_double(*p.best_valid_loss) : ""},
-          {"valid.best_bleu", detail::format_double(p.best_valid_bleu)},
-          {"valid.stalled", std::to_string(p.stalled_validations)}};
+file_checks::Metadata progress_metadata(const TrainProgress& p, const Adam& adam) {
+  return {
+      {"format", kStateFormat},
+      {"qkv_version", qkv_version()},
+      {"update", std::to_string(p.update)},
+      {"adam_step", std::to_string(adam.step_count())},
+      {"tokens_seen", std::to_string(p.tokens_seen)},
+      {"wall_seconds", file_checks::format_double(p.wall_seconds)},
+      {"rng.model_seed", std::to_string(p.model_seed)},
+      {"rng.dropout_offsets", file_checks::format_list(p.dropout_offsets)},
+      {"data.seed", std::to_string(p.position.seed)},
+      {"data.epoch", std::to_string(p.position.epoch)},
+      {"data.index", std::to_string(p.position.index)},
+      {"data.fingerprint", std::to_string(p.position.fingerprint)},
+      {"guard.consecutive", std::to_string(p.guard_consecutive)},
+      {"guard.total", std::to_string(p.guard_total)},
+      {"valid.count", std::to_string(p.validations)},
+      {"valid.best_loss", p.best_valid_loss ? file_checks::format_double(*p.best_valid_loss) : ""},
+      {"valid.best_bleu", file_checks::format_double(p.best_valid_bleu)},
+      {"valid.stalled", std::to_string(p.stalled_validations)}};
 }
 
-TrainProgress parse_progress(const detail::Metadata& m, const std::filesystem::path& path) {
-  using detail::get_double;
-  using detail::get_int;
-  using detail::get_uint;
+TrainProgress parse_progress(const file_checks::Metadata& m, const std::filesystem::path& path) {
+  using file_checks::get_double;
+  using file_checks::get_int;
+  using file_checks::get_uint;
   QKV_CHECK(m.count("format") != 0 && m.at("format") == kStateFormat, IoError, path.string(),
             ": not a qkv training state (metadata 'format' is not '", kStateFormat, "')");
   TrainProgress p;
@@ -53,7 +55,7 @@ TrainProgress parse_progress(const detail::Metadata& m, const std::filesystem::p
   p.tokens_seen = get_int(m, "tokens_seen", path);
   p.wall_seconds = get_double(m, "wall_seconds", path);
   p.model_seed = get_uint(m, "rng.model_seed", path);
-  p.dropout_offsets = detail::get_list(m, "rng.dropout_offsets", path);
+  p.dropout_offsets = file_checks::get_list(m, "rng.dropout_offsets", path);
   p.position = {.seed = get_uint(m, "data.seed", path),
                 .epoch = get_uint(m, "data.epoch", path),
                 .index = get_uint(m, "data.index", path),
@@ -64,7 +66,7 @@ TrainProgress parse_progress(const detail::Metadata& m, const std::filesystem::p
   p.guard_consecutive = int(consecutive);
   p.guard_total = get_int(m, "guard.total", path);
   p.validations = get_int(m, "valid.count", path);
-  if (!detail::get_string(m, "valid.best_loss", path).empty())
+  if (!file_checks::get_string(m, "valid.best_loss", path).empty())
     p.best_valid_loss = get_double(m, "valid.best_loss", path);
   p.best_valid_bleu = get_double(m, "valid.best_bleu", path);
   p.stalled_validations = get_int(m, "valid.stalled", path);
@@ -90,18 +92,18 @@ void save_train_state(const std::filesystem::path& path, const TrainProgress& pr
   for (const nn::Parameter& p : store.parameters()) {
     Tensor value = p.variable.value();
     if (value.dtype() != DType::F32) value = value.to(DType::F32);
-    detail::check_finite(value, where + "parameter '" + p.name + "'");
+    file_checks::check_finite(value, where + "parameter '" + p.name + "'");
     tensors.emplace_back(p.name, std::move(value));
   }
   for (const auto& [prefix, arena] : {std::pair{kFirstMoment, adam.first_moment()},
                                       std::pair{kSecondMoment, adam.second_moment()}}) {
     for (const nn::Parameter& p : store.parameters()) {
       Tensor t = moment_slice(arena, p);
-      detail::check_finite(t, where + "optimizer moment '" + prefix + p.name + "'");
+      file_checks::check_finite(t, where + "optimizer moment '" + prefix + p.name + "'");
       tensors.emplace_back(prefix + p.name, std::move(t));
     }
   }
-  detail::Metadata metadata = progress_metadata(progress, adam);
+  file_checks::Metadata metadata = progress_metadata(progress, adam);
   metadata["config"] = models::to_json(model.config());
   io::save_safetensors(path, tensors, metadata);
 }
@@ -110,26 +112,26 @@ RestoredTraining load_train_state(const std::filesystem::path& path,
                                   const AdamOptions& adam_options) {
   const io::SafetensorsFile file = io::load_safetensors(path);
   const TrainProgress progress = parse_progress(file.metadata, path);
-  const int64_t step = detail::get_int(file.metadata, "adam_step", path);
+  const int64_t step = file_checks::get_int(file.metadata, "adam_step", path);
   QKV_CHECK(step >= 0 && step <= progress.update, IoError, path.string(),
             ": metadata key 'adam_step' = ", step, " is outside [0, update = ", progress.update,
             "]");
   models::ModelConfig config;
   try {
-    config = models::from_json(detail::get_string(file.metadata, "config", path));
+    config = models::from_json(file_checks::get_string(file.metadata, "config", path));
   } catch (const ConfigError& e) {
     QKV_THROW(ConfigError, path.string(),
               ": the model config in the metadata is invalid: ", e.what());
   }
-  detail::check_config_fits(config, file, path, 3);  // parameters and Adam's two moments
+  file_checks::check_config_fits(config, file, path, 3);  // parameters and Adam's two moments
   std::unique_ptr<models::Seq2Seq> model = models::make_model(config, progress.model_seed);
   const nn::ParameterStore& store = model->parameters();
 
-  std::vector<detail::ExpectedTensor> expected;
+  std::vector<file_checks::ExpectedTensor> expected;
   for (const char* prefix : {"", kFirstMoment, kSecondMoment})
     for (const nn::Parameter& p : store.parameters())
       expected.push_back({prefix + p.name, p.variable.value().shape()});
-  const std::vector<const Tensor*> tensors = detail::match_tensors(file, expected, path);
+  const std::vector<const Tensor*> tensors = file_checks::match_tensors(file, expected, path);
 
   Adam adam(store.numel(), adam_options);
   const size_t n = store.parameters().size();

@@ -22,3 +22,12 @@ message(STATUS "consumer said: ${out}")
 if(rc OR NOT out MATCHES "loss ok")
   message(FATAL_ERROR "the consumer failed: ${rc}")
 endif()
+
+# The translation example on the compatibility model: the beam-4 translations of the
+# earlier release, line for line.
+execute_process(COMMAND ${WORK_DIR}/build/qkv_translate_example ${COMPAT_DIR}/models/transformer
+                INPUT_FILE ${COMPAT_DIR}/input.en RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+file(READ ${COMPAT_DIR}/expected/transformer.beam4 expected)
+if(rc OR NOT out STREQUAL expected)
+  message(FATAL_ERROR "the translation example failed (${rc}) or differs:\n${out}")
+endif()

@@ -2,15 +2,13 @@
 // as a terminal heatmap and optionally as SVG / PNG files.
 #include <iostream>
 
-#include "alignment.h"
 #include "command.h"
 #include "decode_commands.h"
 #include "decode_support.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/cli/options.h"
-#include "qkv/decode/beam_search.h"
-#include "qkv/decode/force_decode.h"
-#include "qkv/decode/memory.h"
+#include "qkv/decode/alignment.h"
+#include "qkv/decode/translator.h"
 #include "qkv/io/atomic_file.h"
 
 namespace qkv::tool {
@@ -117,28 +115,29 @@ void make_dir(const cli::ParsedOptions& p, const char* flag) {
             ": cannot create the directory: ", ec.message());
 }
 
-// Translates one sentence and shows (and writes) its attention for every selection.
-void attend_line(const cli::ParsedOptions& p, const Translator& tr,
-                 const std::vector<Selection>& shown, const data::Line& line,
-                 const std::vector<int32_t>& source) {
-  const data::Batch b = source_batch({source}, tr.model->config());
-  decode::BeamSearchOptions search;
-  search.beam_size = p.get<int64_t>("beam-size");
-  search.normalize = p.get<double>("normalize");
-  search.max_length_factor = p.get<double>("max-length-factor");
-  decode::check_beam_search_memory(tr.model->config(), search, 1, b.src.dim(1),
-                                   "reduce --beam-size, --max-length-factor or --max-length");
-  const decode::Hypothesis h = decode::beam_search(*tr.model, b.src, b.src_lengths, search)[0][0];
-  std::cout << tr.vocab.decode(h.tokens) << "\n";
-  std::vector<int32_t> src = source;
-  src.push_back(int32_t(tr.model->config().eos_id));
-  const std::vector<std::vector<int32_t>> targets = {h.tokens};
+// The search attend runs: one sentence at a time, scores kept (the EOS step's row).
+decode::TranslateOptions attend_search(const cli::ParsedOptions& p) {
+  decode::TranslateOptions o;
+  o.search.beam_size = p.get<int64_t>("beam-size");
+  o.search.normalize = p.get<double>("normalize");
+  o.search.max_length_factor = p.get<double>("max-length-factor");
+  o.max_length = p.get<int64_t>("max-length");
+  o.mini_batch = 1;
+  o.memory_advice = "reduce --beam-size, --max-length-factor or --max-length";
+  return o;
+}
+
+// Shows (and writes) the attention of a translated sentence for every selection.
+void show_attention(const cli::ParsedOptions& p, const decode::Translator& tr,
+                    const std::vector<Selection>& shown, const data::Line& line,
+                    const decode::SentenceResult& r) {
+  const decode::TranslatedHypothesis& h = r.hypotheses[0];
+  std::cout << h.text << "\n";
   for (const Selection& s : shown) {
-    std::vector<float> rows =
-        decode::forced_attention(*tr.model, b.src, b.src_lengths, targets, s.which)[0];
-    rows.resize(h.token_log_probs.size() * src.size());  // a cut hypothesis has no EOS step
-    viz::AttentionMap map =
-        token_attention(tr.vocab, src, h.tokens, rows, p.get<bool>("merge-subwords"));
+    std::vector<float> rows = tr.attention(r, h, s.which);
+    rows.resize(h.token_log_probs.size() * r.source.size());  // a cut hypothesis has no EOS step
+    viz::AttentionMap map = decode::token_attention(tr.vocab(), r.source, h.tokens, rows,
+                                                    p.get<bool>("merge-subwords"));
     map.title = "line " + std::to_string(line.number) + (s.title.empty() ? "" : ": " + s.title);
     std::cout << viz::render_terminal(map, {.max_width = int(p.get<int64_t>("width")),
                                             .color = p.get<bool>("color")})
@@ -160,37 +159,41 @@ void attend_line(const cli::ParsedOptions& p, const Translator& tr,
   }
 }
 
+// Why a line is skipped, as the warning says it (nullopt: it was translated).
+std::optional<std::string> skip_message(const cli::ParsedOptions& p, const models::ModelConfig& c,
+                                        const data::Line& line, const decode::SentenceResult& r) {
+  if (auto problem = line_problem(line, kMaxLineBytes)) return problem;
+  if (r.skipped != decode::SkipReason::TooLong)
+    return r.ok() ? std::nullopt
+                  : std::optional(decode::describe(r.skipped, r.token_count, r.token_limit));
+  return std::to_string(r.token_count) + " subword tokens, more than the " +
+         std::to_string(r.token_limit) + " attend shows (--max-length" +
+         (r.token_limit < p.get<int64_t>("max-length")
+              ? ", capped by the model's max_positions " + std::to_string(c.max_positions)
+              : std::string()) +
+         ")";
+}
+
 int attend(const cli::ParsedOptions& p) {
   if (p.get<int64_t>("threads") > 0) set_num_threads(int(p.get<int64_t>("threads")));
-  const Translator tr = load_translator(p.get<fs::path>("model"));
-  const models::ModelConfig& c = tr.model->config();
+  const decode::Translator tr = load_translator(p.get<fs::path>("model"));
+  const models::ModelConfig& c = tr.model().config();
   const std::vector<Selection> shown = selections(p, c);
   make_dir(p, "svg");
   make_dir(p, "png");
-  const int64_t max_tokens = max_source_tokens(c, p.get<int64_t>("max-length"));
+  const decode::TranslateOptions search = attend_search(p);
   LineReader reader(std::cin, kMaxLineBytes);
   data::Line line;
   int64_t shown_lines = 0;
   while (reader.next(line)) {
-    std::optional<std::string> problem = line_problem(line, kMaxLineBytes);
-    std::vector<int32_t> source;
-    if (!problem) {
-      source = tr.vocab.encode(line.text);
-      if (source.empty()) problem = "no subword tokens after normalisation";
-      if (int64_t(source.size()) > max_tokens)
-        problem = std::to_string(source.size()) + " subword tokens, more than the " +
-                  std::to_string(max_tokens) + " attend shows (--max-length" +
-                  (max_tokens < p.get<int64_t>("max-length")
-                       ? ", capped by the model's max_positions " + std::to_string(c.max_positions)
-                       : std::string()) +
-                  ")";
-    }
-    if (problem) {
+    const std::vector<std::string> text = {line.status == data::LineStatus::Ok ? line.text : ""};
+    const decode::SentenceResult r = tr.translate(text, search)[0];
+    if (const auto problem = skip_message(p, c, line, r)) {
       warn_line("attend", line.number, *problem, "skipped");
       std::cout << "\n";
       continue;
     }
-    attend_line(p, tr, shown, line, source);
+    show_attention(p, tr, shown, line, r);
     ++shown_lines;
   }
   std::cout.flush();

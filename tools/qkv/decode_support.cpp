@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
-#include <numeric>
 
 #include "qkv/base/error.h"
 
@@ -15,28 +14,19 @@ namespace qkv::tool {
 
 namespace fs = std::filesystem;
 
-Translator load_translator(const fs::path& path) {
-  std::error_code ec;
-  fs::path file = path;
-  if (fs::is_directory(path, ec)) {
-    file = path / train::kModelFile;
-    QKV_CHECK(fs::exists(file, ec), IoError, "--model ", path.string(), ": no ", train::kModelFile,
-              " in this directory; train one with `qkv train --model ", path.string(),
-              "` or pass a model file");
-  } else {
-    QKV_CHECK(fs::exists(path, ec), IoError, "--model ", path.string(),
-              ": no such model directory or file");
+decode::Translator load_translator(const fs::path& path) {
+  switch (models::model_path_kind(path)) {
+    case models::ModelPathKind::DirectoryWithoutModel:
+      QKV_THROW(IoError, "--model ", path.string(), ": no ", models::kModelFile,
+                " in this directory; train one with `qkv train --model ", path.string(),
+                "` or pass a model file");
+    case models::ModelPathKind::Missing:
+      QKV_THROW(IoError, "--model ", path.string(), ": no such model directory or file");
+    case models::ModelPathKind::File:
+    case models::ModelPathKind::Directory:
+      break;
   }
-  train::LoadedModel loaded = train::load_model(file);
-  const fs::path vocab_path = file.parent_path() / loaded.info.vocab_file;
-  QKV_CHECK(fs::exists(vocab_path, ec), IoError, file.string(), " names the vocabulary ",
-            loaded.info.vocab_file, ", but ", vocab_path.string(), " does not exist");
-  data::Vocab vocab = data::Vocab::load(vocab_path);
-  QKV_CHECK(vocab.size() == loaded.info.config.vocab_size, ConfigError, "the vocabulary ",
-            vocab_path.string(), " has ", vocab.size(), " pieces, but the model ", file.string(),
-            " was built for ", loaded.info.config.vocab_size);
-  loaded.model->set_training(false);
-  return {std::move(loaded.model), std::move(vocab), file, std::move(loaded.info)};
+  return decode::Translator::load(path);
 }
 
 LineReader::LineReader(std::istream& in, int64_t max_line_bytes)
@@ -123,14 +113,6 @@ void warn_line(std::string_view command, int64_t line, std::string_view what,
 
 int64_t max_source_tokens(const models::ModelConfig& config, int64_t max_length) {
   return std::min(max_length, models::max_sequence_tokens(config));
-}
-
-std::vector<size_t> by_length(const std::vector<std::vector<int32_t>>& rows) {
-  std::vector<size_t> order(rows.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return rows[a].size() < rows[b].size(); });
-  return order;
 }
 
 std::string fixed(double value, int decimals) {

@@ -1,6 +1,6 @@
-// What translate, score and attend share: loading a model directory, reading stdin line by
-// line under the corpus rules (strict UTF-8, a byte limit), checking a source line, and
-// turning source lines into a padded batch.
+// What translate, score and attend share besides decode::Translator: loading a model
+// directory with errors naming the flag, reading stdin line by line under the corpus rules
+// (strict UTF-8, a byte limit) and checking a line.
 //
 // The line-count invariant lives here: a line that cannot be used is reported with its
 // number and still occupies its place in the output (the command writes an empty line).
@@ -9,34 +9,20 @@
 #include <cstdint>
 #include <filesystem>
 #include <istream>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "qkv/data/batcher.h"
 #include "qkv/data/text_file.h"
-#include "qkv/data/vocab.h"
-#include "qkv/experiment/test_set.h"
-#include "qkv/models/seq2seq.h"
-#include "qkv/train/checkpoint.h"
+#include "qkv/decode/translator.h"
+#include "qkv/models/config.h"
 
 namespace qkv::tool {
 
-// A trained model ready to decode (evaluation mode) with its vocabulary.
-struct Translator {
-  std::unique_ptr<models::Seq2Seq> model;
-  data::Vocab vocab;
-  std::filesystem::path file;  // the model file loaded
-  train::ModelFileInfo info;
-};
-
-// `path` is a model directory (its model.safetensors is loaded) or a model file; the
-// vocabulary is the one the file names, beside it. IoError naming the path when there is
-// no model or vocabulary there, and the checkpoint loader's errors; ConfigError when the
-// vocabulary's size differs from the model's.
-Translator load_translator(const std::filesystem::path& path);
+// decode::Translator::load with the errors a user of the CLI should see: a path that is
+// no model directory or file is an IoError naming --model.
+decode::Translator load_translator(const std::filesystem::path& path);
 
 // Reads lines from a stream (stdin) as data::TextFileReader reads files: the line break,
 // a trailing '\r' and a leading BOM are removed; a line over max_line_bytes is consumed
@@ -72,14 +58,6 @@ void warn_line(std::string_view command, int64_t line, std::string_view what,
 // The most source tokens (without EOS) a line may have: --max-length, and for a
 // Transformer what its position table covers (the source EOS takes one position).
 int64_t max_source_tokens(const models::ModelConfig& config, int64_t max_length);
-
-// Source rows (ids without EOS) -> a padded batch with the source EOS the model was
-// trained with: experiment's, which `qkv compare` translates with too.
-using experiment::source_batch;
-
-// Indices 0..n-1 ordered by length (stable), so a mini-batch holds similar lengths and
-// little padding; every sentence decodes the same in any batch (beam_search's contract).
-std::vector<size_t> by_length(const std::vector<std::vector<int32_t>>& rows);
 
 // "-1.234567" with `decimals` digits (printf %.*f: fixed, locale-independent).
 std::string fixed(double value, int decimals = 6);

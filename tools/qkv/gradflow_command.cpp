@@ -63,10 +63,10 @@ std::string model_name(const models::ModelConfig& c, bool init) {
 }
 
 // The pairs this model measures: tokenised with its vocabulary, within the lengths.
-data::TokenizedCorpus usable_pairs(const data::ParallelCorpus& corpus, const Translator& tr,
+data::TokenizedCorpus usable_pairs(const data::ParallelCorpus& corpus, const decode::Translator& tr,
                                    const cli::ParsedOptions& p, int64_t& skipped) {
-  const data::TokenizedCorpus all = data::tokenize(corpus, tr.vocab);
-  const int64_t max_len = max_source_tokens(tr.model->config(), p.get<int64_t>("max-length"));
+  const data::TokenizedCorpus all = data::tokenize(corpus, tr.vocab());
+  const int64_t max_len = max_source_tokens(tr.model().config(), p.get<int64_t>("max-length"));
   const int64_t min_len = p.get<int64_t>("min-length");
   const auto limit = size_t(p.get<int64_t>("max-sentences"));
   data::TokenizedCorpus kept;
@@ -86,20 +86,22 @@ data::TokenizedCorpus usable_pairs(const data::ParallelCorpus& corpus, const Tra
 
 experiment::GradientSeries measure(const std::string& path, const data::ParallelCorpus& corpus,
                                    const cli::ParsedOptions& p, experiment::GradientSite site) {
-  Translator tr = load_translator(path);
+  const decode::Translator tr = load_translator(path);
   const bool init = p.get<bool>("init");
-  if (init) tr.model = models::make_model(tr.model->config(), uint64_t(p.get<int64_t>("seed")));
+  // --init measures a freshly initialised model of the same config instead.
+  std::unique_ptr<models::Seq2Seq> fresh;
+  if (init) fresh = models::make_model(tr.model().config(), uint64_t(p.get<int64_t>("seed")));
+  models::Seq2Seq& model = init ? *fresh : tr.model();
   int64_t skipped = 0;
   const data::TokenizedCorpus pairs = usable_pairs(corpus, tr, p, skipped);
   QKV_CHECK(!pairs.source.empty(), ValueError, "--model ", path, ": no pair of --src ",
             p.get<fs::path>("src").string(), " / --ref ", p.get<fs::path>("ref").string(),
             " is within --min-length/--max-length (", skipped, " skipped)");
   const auto start = std::chrono::steady_clock::now();
-  const auto norms =
-      experiment::gradient_norms(*tr.model, pairs, site, p.get<int64_t>("mini-batch"));
+  const auto norms = experiment::gradient_norms(model, pairs, site, p.get<int64_t>("mini-batch"));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  experiment::GradientSeries s{model_name(tr.model->config(), init),
+  experiment::GradientSeries s{model_name(model.config(), init),
                                experiment::profile_by_position(norms)};
   std::cerr << "gradflow: " << path << " (" << s.name << "): " << pairs.source.size()
             << " sentences, " << skipped << " skipped, " << fixed(seconds, 1) << " s\n";

@@ -5,11 +5,9 @@
 #include "command.h"
 #include "decode_commands.h"
 #include "decode_support.h"
-#include "qkv/base/memory.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/cli/options.h"
-#include "qkv/decode/force_decode.h"
-#include "qkv/decode/memory.h"
+#include "qkv/decode/translator.h"
 
 namespace qkv::tool {
 namespace {
@@ -105,72 +103,41 @@ class FilePairs {
   data::TextFileReader src_, tgt_;
 };
 
-// Encodes the pairs that are usable; records why the others are not.
-void encode_pairs(std::vector<Pair>& pairs, const Translator& tr, int64_t max_src, int64_t max_tgt,
-                  std::vector<std::vector<int32_t>>& src, std::vector<std::vector<int32_t>>& tgt) {
-  src.assign(pairs.size(), {});
-  tgt.assign(pairs.size(), {});
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    Pair& p = pairs[i];
-    if (p.problem) continue;
-    src[i] = tr.vocab.encode(p.source);
-    tgt[i] = tr.vocab.encode(p.target);
-    if (src[i].empty())
-      p.problem = "empty source sentence";
-    else if (int64_t(src[i].size()) > max_src || int64_t(tgt[i].size()) > max_tgt)
-      p.problem = "more subword tokens than the model scores (--max-length)";
-  }
+// Why a pair gives an empty output line, as the warning says it.
+std::optional<std::string> skip_message(const Pair& pair, const decode::ScoreResult& r) {
+  if (pair.problem) return pair.problem;
+  if (r.skipped == decode::SkipReason::NoTokens) return std::string("empty source sentence");
+  if (r.skipped == decode::SkipReason::TooLong)
+    return std::string("more subword tokens than the model scores (--max-length)");
+  return std::nullopt;
 }
 
 // Scores one chunk and writes "<log p> <log p per token>" per pair, in input order.
-void score_chunk(std::vector<Pair>& pairs, const Translator& tr, const cli::ParsedOptions& p) {
-  const models::ModelConfig& c = tr.model->config();
-  const int64_t max_src = max_source_tokens(c, p.get<int64_t>("max-length"));
-  std::vector<std::vector<int32_t>> src, tgt;
-  encode_pairs(pairs, tr, max_src, max_src, src, tgt);
-  std::vector<size_t> usable;
-  std::vector<std::vector<int32_t>> usable_src;
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    if (pairs[i].problem) {
-      warn_line("score", pairs[i].number, *pairs[i].problem);
-      continue;
-    }
-    usable.push_back(i);
-    usable_src.push_back(src[i]);
+void score_chunk(const std::vector<Pair>& pairs, const decode::Translator& tr,
+                 const cli::ParsedOptions& p) {
+  std::vector<std::string> sources, targets;
+  for (const Pair& pair : pairs) {  // a pair with a problem is not encoded: skipped
+    sources.push_back(pair.problem ? std::string() : pair.source);
+    targets.push_back(pair.problem ? std::string() : pair.target);
   }
-  const std::vector<size_t> order = by_length(usable_src);
-  std::vector<std::string> out(pairs.size());
-  const auto mini = size_t(p.get<int64_t>("mini-batch"));
-  for (size_t begin = 0; begin < order.size(); begin += mini) {
-    std::vector<std::vector<int32_t>> rows, targets;
-    std::vector<size_t> which;
-    for (size_t k = begin; k < std::min(order.size(), begin + mini); ++k) {
-      which.push_back(usable[order[k]]);
-      rows.push_back(src[which.back()]);
-      targets.push_back(tgt[which.back()]);
-    }
-    const data::Batch b = source_batch(rows, c);
-    size_t longest = 0;
-    for (const std::vector<int32_t>& t : targets) longest = std::max(longest, t.size());
-    check_memory(decode::force_decode_bytes(c, b.src.dim(0), b.src.dim(1), int64_t(longest) + 1),
-                 "scoring " + std::to_string(rows.size()) + " pairs of up to " +
-                     std::to_string(b.src.dim(1)) + " source and " + std::to_string(longest + 1) +
-                     " target tokens (vocabulary " + std::to_string(c.vocab_size) + ")",
-                 "reduce --mini-batch or --max-length");
-    const auto lp = decode::force_decode(*tr.model, b.src, b.src_lengths, targets);
-    for (size_t r = 0; r < which.size(); ++r) {
-      double sum = 0;
-      for (const float x : lp[r]) sum += double(x);
-      out[which[r]] = fixed(sum) + " " + fixed(sum / double(lp[r].size()));
-    }
+  const decode::ScoreOptions options{.max_length = p.get<int64_t>("max-length"),
+                                     .mini_batch = p.get<int64_t>("mini-batch"),
+                                     .memory_advice = "reduce --mini-batch or --max-length"};
+  const std::vector<decode::ScoreResult> results = tr.score(sources, targets, options);
+  for (size_t i = 0; i < pairs.size(); ++i)
+    if (const auto problem = skip_message(pairs[i], results[i]))
+      warn_line("score", pairs[i].number, *problem);
+  for (const decode::ScoreResult& r : results) {
+    if (r.ok())
+      std::cout << fixed(r.log_prob) << " " << fixed(r.log_prob / double(r.token_log_probs.size()));
+    std::cout << '\n';
   }
-  for (const std::string& line : out) std::cout << line << '\n';
   std::cout.flush();
   QKV_CHECK(std::cout.good(), IoError, "writing the scores (stdout) failed");
 }
 
 template <class Source>
-void score_all(Source& source, const Translator& tr, const cli::ParsedOptions& p) {
+void score_all(Source& source, const decode::Translator& tr, const cli::ParsedOptions& p) {
   const auto chunk = size_t(p.get<int64_t>("mini-batch")) * 10;
   // Also capped in bytes (pairs of up to 1 MiB a side), so a large input is never held
   // whole.
@@ -193,7 +160,7 @@ int score(const cli::ParsedOptions& p) {
             p.has("src") ? "--tgt" : "--src",
             " too (or give neither and pipe `source ||| translation` lines to stdin)");
   if (p.get<int64_t>("threads") > 0) set_num_threads(int(p.get<int64_t>("threads")));
-  const Translator tr = load_translator(p.get<fs::path>("model"));
+  const decode::Translator tr = load_translator(p.get<fs::path>("model"));
   if (p.has("src")) {
     FilePairs files(p.get<fs::path>("src"), p.get<fs::path>("tgt"));
     score_all(files, tr, p);

@@ -2,14 +2,13 @@
 #include <chrono>
 #include <iostream>
 
-#include "alignment.h"
 #include "command.h"
 #include "decode_commands.h"
 #include "decode_support.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/cli/options.h"
-#include "qkv/decode/beam_search.h"
-#include "qkv/decode/memory.h"
+#include "qkv/decode/alignment.h"
+#include "qkv/decode/translator.h"
 
 namespace qkv::tool {
 namespace {
@@ -108,91 +107,77 @@ decode::BeamSearchOptions search_options(const cli::ParsedOptions& p,
 
 struct Job {
   const cli::ParsedOptions& flags;
-  const Translator& translator;
-  decode::BeamSearchOptions search;
-  int64_t max_tokens = 0;
+  const decode::Translator& translator;
+  decode::TranslateOptions options;
   int64_t sentence_id = 0;  // 0-based id of the next input line (n-best)
   int64_t translated = 0, skipped = 0;
 };
 
+decode::TranslateOptions translate_options(const cli::ParsedOptions& p,
+                                           const models::ModelConfig& c) {
+  decode::TranslateOptions o;
+  o.search = search_options(p, c);
+  o.max_length = p.get<int64_t>("max-length");
+  o.mini_batch = p.get<int64_t>("mini-batch");
+  // Only an n-best list shows scores; beam 1 without them takes the greedy path.
+  o.scores = p.has("n-best");
+  o.memory_advice = "reduce --beam-size, --mini-batch, --max-length-factor or --max-length";
+  return o;
+}
+
 // The ` ||| alignment` suffix of one hypothesis ("" without --alignment).
 std::string alignment_suffix(const Job& job, const std::vector<int32_t>& source,
-                             const decode::Hypothesis& h) {
+                             const decode::TranslatedHypothesis& h) {
   if (!job.flags.has("alignment")) return {};
-  std::vector<int32_t> src = source;
-  src.push_back(int32_t(job.translator.model->config().eos_id));
-  const auto words = word_attention(job.translator.vocab, src, h.tokens, h.attention);
+  const auto words = decode::word_attention(job.translator.vocab(), source, h.tokens, h.attention);
   const bool hard = job.flags.get<std::string>("alignment") == "hard";
-  return " ||| " + (hard ? hard_alignment(words) : soft_alignment(words));
+  return " ||| " + (hard ? decode::hard_alignment(words) : decode::soft_alignment(words));
 }
 
 // The output line(s) of one input line: its translation, or its n-best list.
-std::string format_output(const Job& job, int64_t id, const std::vector<int32_t>& source,
-                          const std::vector<decode::Hypothesis>* hyps) {
+std::string format_output(const Job& job, int64_t id, const decode::SentenceResult* result) {
   const bool nbest = job.flags.has("n-best");
   const bool aligned = job.flags.has("alignment");
-  if (hyps == nullptr)  // a skipped line
+  if (result == nullptr)  // a skipped line
     return nbest ? std::to_string(id) + " |||  ||| -inf" + (aligned ? " ||| " : "") : "";
   std::string out;
-  for (size_t i = 0; i < (nbest ? hyps->size() : 1); ++i) {
-    const decode::Hypothesis& h = (*hyps)[i];
-    const std::string text = job.translator.vocab.decode(h.tokens);
+  for (size_t i = 0; i < (nbest ? result->hypotheses.size() : 1); ++i) {
+    const decode::TranslatedHypothesis& h = result->hypotheses[i];
     if (i > 0) out += '\n';
     if (nbest)
-      out += std::to_string(id) + " ||| " + text + " ||| " + fixed(h.score);
+      out += std::to_string(id) + " ||| " + h.text + " ||| " + fixed(h.score);
     else
-      out += text;
-    out += alignment_suffix(job, source, h);
+      out += h.text;
+    out += alignment_suffix(job, result->source, h);
   }
   return out;
 }
 
+// Why a line gives an empty output: its reading problem, else the driver's reason.
+std::optional<std::string> skip_message(const data::Line& line, const decode::SentenceResult& r) {
+  if (auto problem = line_problem(line, kMaxLineBytes)) return problem;
+  if (r.skipped == decode::SkipReason::TooLong)
+    return std::to_string(r.token_count) + " subword tokens, more than the " +
+           std::to_string(r.token_limit) + " this model translates (--max-length)";
+  if (!r.ok()) return decode::describe(r.skipped, r.token_count, r.token_limit);
+  return std::nullopt;
+}
+
 // Translates one chunk of input lines and writes their outputs in order.
 void translate_chunk(Job& job, const std::vector<data::Line>& lines) {
-  const Translator& tr = job.translator;
-  std::vector<std::vector<int32_t>> sources(lines.size());
-  std::vector<size_t> usable;
+  std::vector<std::string> texts;
+  for (const data::Line& line : lines)  // an unreadable line is blank here: skipped
+    texts.push_back(line.status == data::LineStatus::Ok ? line.text : std::string());
+  const std::vector<decode::SentenceResult> results = job.translator.translate(texts, job.options);
   for (size_t i = 0; i < lines.size(); ++i) {
-    std::optional<std::string> problem = line_problem(lines[i], kMaxLineBytes);
-    if (!problem) {
-      sources[i] = tr.vocab.encode(lines[i].text);
-      if (sources[i].empty())
-        problem = "no subword tokens after normalisation";
-      else if (int64_t(sources[i].size()) > job.max_tokens)
-        problem = std::to_string(sources[i].size()) + " subword tokens, more than the " +
-                  std::to_string(job.max_tokens) + " this model translates (--max-length)";
-    }
-    if (problem) {
+    if (const auto problem = skip_message(lines[i], results[i])) {
       warn_line("translate", lines[i].number, *problem);
       ++job.skipped;
-      sources[i].clear();
-    } else {
-      usable.push_back(i);
     }
-  }
-  std::vector<std::vector<int32_t>> usable_rows;
-  for (const size_t i : usable) usable_rows.push_back(sources[i]);
-  const std::vector<size_t> order = by_length(usable_rows);
-  std::vector<std::vector<decode::Hypothesis>> results(lines.size());
-  const auto mini = size_t(job.flags.get<int64_t>("mini-batch"));
-  for (size_t begin = 0; begin < order.size(); begin += mini) {
-    std::vector<std::vector<int32_t>> rows;
-    std::vector<size_t> which;
-    for (size_t k = begin; k < std::min(order.size(), begin + mini); ++k) {
-      which.push_back(usable[order[k]]);
-      rows.push_back(sources[which.back()]);
-    }
-    const data::Batch b = source_batch(rows, tr.model->config());
-    decode::check_beam_search_memory(tr.model->config(), job.search, b.src.dim(0), b.src.dim(1),
-                                     "reduce --beam-size, --mini-batch, --max-length-factor or "
-                                     "--max-length");
-    auto hyps = decode::beam_search(*tr.model, b.src, b.src_lengths, job.search);
-    for (size_t r = 0; r < which.size(); ++r) results[which[r]] = std::move(hyps[r]);
   }
   for (size_t i = 0; i < lines.size(); ++i) {
-    const bool ok = !results[i].empty();
-    std::cout << format_output(job, job.sentence_id++, sources[i], ok ? &results[i] : nullptr)
-              << '\n';
+    const bool ok = results[i].ok();
+    std::cout << format_output(job, job.sentence_id++, ok ? &results[i] : nullptr) << '\n';
     job.translated += ok ? 1 : 0;
   }
   std::cout.flush();
@@ -201,11 +186,11 @@ void translate_chunk(Job& job, const std::vector<data::Line>& lines) {
 
 int translate(const cli::ParsedOptions& p) {
   if (p.get<int64_t>("threads") > 0) set_num_threads(int(p.get<int64_t>("threads")));
-  const Translator tr = load_translator(p.get<fs::path>("model"));
-  const models::ModelConfig& c = tr.model->config();
-  Job job{p, tr, search_options(p, c), max_source_tokens(c, p.get<int64_t>("max-length"))};
-  std::cerr << "loaded " << tr.file.string() << " (" << models::to_string(c.type) << ", update "
-            << tr.info.update << "); beam size " << job.search.beam_size << "\n";
+  const decode::Translator tr = load_translator(p.get<fs::path>("model"));
+  const models::ModelConfig& c = tr.model().config();
+  Job job{p, tr, translate_options(p, c)};
+  std::cerr << "loaded " << tr.file().string() << " (" << models::to_string(c.type) << ", update "
+            << tr.info().update << "); beam size " << job.options.search.beam_size << "\n";
   const auto start = std::chrono::steady_clock::now();
   LineReader reader(std::cin, kMaxLineBytes);
   const auto chunk = size_t(p.get<int64_t>("mini-batch") * p.get<int64_t>("maxi-batch"));

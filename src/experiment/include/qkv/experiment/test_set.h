@@ -11,6 +11,7 @@
 
 #include "qkv/data/batcher.h"
 #include "qkv/data/vocab.h"
+#include "qkv/decode/translator.h"
 #include "qkv/eval/by_length.h"
 #include "qkv/models/seq2seq.h"
 
@@ -28,10 +29,8 @@ struct TestSet {
 TestSet read_test_set(const std::filesystem::path& source, const std::filesystem::path& reference,
                       int64_t max_sentences = 0);
 
-// Token rows [N] (ids without BOS/EOS) -> a padded source batch with the EOS `qkv train`
-// appends, as search and teacher forcing take it.
-data::Batch source_batch(const std::vector<std::vector<int32_t>>& rows,
-                         const models::ModelConfig& config);
+// Token rows -> a padded source batch: the driver's (qkv/decode/translator.h).
+using decode::source_batch;
 
 struct SearchSettings {
   int64_t beam_size = 5;    // 1: greedy search (the same choices, computed faster)

@@ -1,11 +1,5 @@
-// The model directory (`qkv train --model DIR`) and the files in it:
+// The training state in the model directory (`qkv train --model DIR`):
 //
-//   model.safetensors        every parameter by name, float32; metadata: the ModelConfig
-//                            as JSON ("config"), the qkv version, the vocabulary file name,
-//                            the update it was saved at. Loads on its own (translation) and
-//                            from Python (safetensors, numpy).
-//   model.best.safetensors   the same, for the best validation score so far.
-//   vocab.spm                the SentencePiece model the ids refer to.
 //   train_state.safetensors  everything resuming needs, in one file: the parameters again,
 //                            Adam's two moments per parameter ("adam.m.<name>",
 //                            "adam.v.<name>") and, as metadata, the config, the step count,
@@ -13,22 +7,15 @@
 //                            position, the non-finite guard's counters, early-stopping
 //                            state and progress counters.
 //
-// Every file is written with io::save_safetensors / io::write_file_atomically (temporary
-// file, fsync, rename): a crash leaves the previous file whole. Nothing non-finite is ever
-// written: saving checks first and throws instead.
+// The model files beside it (model.safetensors, model.best.safetensors, vocab.spm) are
+// models' (qkv/models/model_file.h), so that decoding loads them without the trainer;
+// their names are repeated here for the training code.
 //
-// Loading validates against the model config before anything is used: a tensor missing
-// or extra, a dtype or shape that differs, a non-finite value, broken config JSON. Errors
-// name the file and the tensor or key:
-//   IoError      unreadable or malformed file (truncated, bad header, ...), a tensor
-//                missing or extra, a dtype or shape that differs from the config's model,
-//                a config describing a model over twice the size of the file's tensors
-//                (refused before that model is built: a file cannot make qkv allocate far
-//                more than its own size);
-//   ConfigError  the config JSON is malformed or out of range (e.g. max_positions above
-//                models::kMaxPositionsLimit), or belongs to another model;
-//   ValueError   a non-finite value (NaN/Inf) in a parameter or optimizer moment, a
-//                negative second moment.
+// Written with io::save_safetensors (temporary file, fsync, rename): a crash leaves the
+// previous file whole. Nothing non-finite is ever written: saving checks first and throws.
+// Loading validates as a model file does (qkv/models/model_file.h: IoError, ConfigError,
+// ValueError naming the file and the tensor or key), and also ValueError for a non-finite
+// optimizer moment or a negative second moment.
 #pragma once
 
 #include <cstdint>
@@ -40,49 +27,24 @@
 #include <vector>
 
 #include "qkv/data/batcher.h"
+#include "qkv/models/model_file.h"
 #include "qkv/models/seq2seq.h"
 #include "qkv/train/optimizer.h"
 
 namespace qkv::train {
 
-inline constexpr const char* kModelFile = "model.safetensors";
-inline constexpr const char* kBestModelFile = "model.best.safetensors";
-inline constexpr const char* kVocabFile = "vocab.spm";
+using models::kBestModelFile;
+using models::kModelFile;
+using models::kVocabFile;
 inline constexpr const char* kTrainStateFile = "train_state.safetensors";
 
-// "0.1.0": the version written into every file.
-std::string qkv_version();
-
-// What a model file says about itself besides its tensors.
-struct ModelFileInfo {
-  models::ModelConfig config;
-  std::string qkv_version;
-  std::string vocab_file;  // relative to the model file's directory
-  int64_t update = 0;      // training update it was saved at (0: not from training)
-};
-
-// Writes every parameter of `model` (each once; tied names are stored under the name
-// that owns them) to `path` as float32, with info's metadata (info.config is taken from
-// the model). ValueError naming the parameter and element if any value is NaN/Inf, and
-// then nothing is written; IoError if writing fails (the previous file stays).
-void save_model(const models::Seq2Seq& model, const std::filesystem::path& path,
-                const std::string& vocab_file = kVocabFile, int64_t update = 0);
-
-// The metadata of a model file, its config validated (ConfigError naming the file).
-ModelFileInfo read_model_info(const std::filesystem::path& path);
-
-// A model built from the config stored in `path`, with the file's parameters (see the
-// errors above). `seed` seeds the model's dropout (initial values are all overwritten).
-struct LoadedModel {
-  std::unique_ptr<models::Seq2Seq> model;
-  ModelFileInfo info;
-};
-LoadedModel load_model(const std::filesystem::path& path, uint64_t seed = 0);
-
-// Copies the parameters stored in `path` into `model`, whose config must equal the
-// file's (ConfigError otherwise). Validates everything before writing into the model, so
-// on error the model is unchanged. Returns the file's info.
-ModelFileInfo load_parameters(models::Seq2Seq& model, const std::filesystem::path& path);
+using models::load_model;
+using models::load_parameters;
+using models::LoadedModel;
+using models::ModelFileInfo;
+using models::qkv_version;
+using models::read_model_info;
+using models::save_model;
 
 // Training progress besides the parameters and the optimizer: everything a run needs to
 // continue bit-exactly, and its counters.

@@ -1,23 +1,28 @@
-#include "alignment.h"
+#include "qkv/decode/alignment.h"
 
-#include <vector>
+#include <charconv>
+#include <cmath>
 
-#include "decode_support.h"
 #include "qkv/base/error.h"
 
-namespace qkv::tool {
+namespace qkv::decode {
 namespace {
 
 bool special(const data::Vocab& v, int32_t id) {
   return id == v.pad_id() || id == v.bos_id() || id == v.eos_id();
 }
 
-// Word-start flags of the ordinary tokens `ids` (specials already removed).
-std::vector<bool> word_starts(const data::Vocab& v, const std::vector<int32_t>& ids) {
-  std::vector<bool> starts(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i)
-    starts[i] = i == 0 || v.starts_word(ids[i]) || ids[i] == v.unk_id() || ids[i - 1] == v.unk_id();
-  return starts;
+// A token that is a word by itself: <unk> and the control tokens.
+bool alone(const data::Vocab& v, int32_t id) {
+  return id == v.unk_id() || special(v, id);
+}
+
+// "0.1235": 4 decimals, locale-independent (to_chars), as the soft alignment writes them.
+std::string four_decimals(float value) {
+  if (!std::isfinite(value)) return std::isnan(value) ? "nan" : value < 0 ? "-inf" : "inf";
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, double(value), std::chars_format::fixed, 4);
+  return {buf, r.ptr};
 }
 
 bool blank(const std::string& label) {
@@ -43,12 +48,20 @@ viz::AttentionMap drop_blank_words(const viz::AttentionMap& map) {
 
 }  // namespace
 
-std::optional<viz::AttentionMap> word_attention(const data::Vocab& vocab,
-                                                std::span<const int32_t> source_ids,
-                                                std::span<const int32_t> target_ids,
-                                                std::span<const float> rows) {
+std::vector<bool> word_starts(const data::Vocab& vocab, std::span<const int32_t> ids) {
+  std::vector<bool> starts(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i)
+    starts[i] =
+        i == 0 || vocab.starts_word(ids[i]) || alone(vocab, ids[i]) || alone(vocab, ids[i - 1]);
+  return starts;
+}
+
+std::optional<viz::AttentionMap> word_map(const data::Vocab& vocab,
+                                          std::span<const int32_t> source_ids,
+                                          std::span<const int32_t> target_ids,
+                                          std::span<const float> rows) {
   const size_t ts = source_ids.size();
-  QKV_CHECK(rows.size() >= target_ids.size() * ts, InternalError, "word_attention: ", rows.size(),
+  QKV_CHECK(rows.size() >= target_ids.size() * ts, InternalError, "word_map: ", rows.size(),
             " attention values for ", target_ids.size(), " x ", ts);
   std::vector<size_t> cols, kept_rows;
   std::vector<int32_t> src, tgt;
@@ -62,8 +75,16 @@ std::optional<viz::AttentionMap> word_attention(const data::Vocab& vocab,
   map.target = vocab.pieces(tgt);
   for (const size_t t : kept_rows)
     for (const size_t j : cols) map.weights.push_back(rows[t * ts + j]);
-  viz::AttentionMap words =
-      drop_blank_words(viz::merge_subwords(map, word_starts(vocab, src), word_starts(vocab, tgt)));
+  return viz::merge_subwords(map, word_starts(vocab, src), word_starts(vocab, tgt));
+}
+
+std::optional<viz::AttentionMap> word_attention(const data::Vocab& vocab,
+                                                std::span<const int32_t> source_ids,
+                                                std::span<const int32_t> target_ids,
+                                                std::span<const float> rows) {
+  const std::optional<viz::AttentionMap> map = word_map(vocab, source_ids, target_ids, rows);
+  if (!map) return std::nullopt;
+  viz::AttentionMap words = drop_blank_words(*map);
   if (words.source.empty() || words.target.empty()) return std::nullopt;
   return words;
 }
@@ -90,7 +111,7 @@ std::string soft_alignment(const std::optional<viz::AttentionMap>& words) {
     if (t > 0) out += ' ';
     for (size_t s = 0; s < n; ++s) {
       if (s > 0) out += ',';
-      out += fixed(words->weights[t * n + s], 4);
+      out += four_decimals(words->weights[t * n + s]);
     }
   }
   return out;
@@ -111,8 +132,9 @@ viz::AttentionMap token_attention(const data::Vocab& vocab, std::span<const int3
   if (steps > target_ids.size()) map.target.push_back(vocab.piece(vocab.eos_id()));
   map.weights.assign(rows.begin(), rows.end());
   if (!merge) return map;
-  return viz::merge_subwords(map, viz::sentencepiece_word_starts(map.source),
-                             viz::sentencepiece_word_starts(map.target));
+  std::vector<int32_t> target(target_ids.begin(), target_ids.end());
+  if (steps > target_ids.size()) target.push_back(vocab.eos_id());
+  return viz::merge_subwords(map, word_starts(vocab, source_ids), word_starts(vocab, target));
 }
 
-}  // namespace qkv::tool
+}  // namespace qkv::decode

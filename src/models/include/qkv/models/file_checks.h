@@ -1,15 +1,34 @@
-// Matching the tensors of a loaded safetensors file against the ones a model expects.
+// What model files and training states share on disk: safetensors metadata values (a
+// string -> string map: integers in decimal, doubles with 17 significant digits so they
+// read back bit-exactly, lists comma-separated) and the check of a file's tensors against
+// the ones a model expects. Every failure names the file and the key or tensor.
+// Used by models' model files and train's training state.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "qkv/io/safetensors.h"
 #include "qkv/models/config.h"
 
-namespace qkv::train::detail {
+namespace qkv::models::file_checks {
+
+using Metadata = std::map<std::string, std::string>;
+
+std::string format_double(double value);
+std::string format_list(const std::vector<uint64_t>& values);
+
+// IoError "FILE: metadata key 'KEY' is missing" / "... is not an integer: 'x'".
+const std::string& get_string(const Metadata& m, const std::string& key,
+                              const std::filesystem::path& file);
+int64_t get_int(const Metadata& m, const std::string& key, const std::filesystem::path& file);
+uint64_t get_uint(const Metadata& m, const std::string& key, const std::filesystem::path& file);
+double get_double(const Metadata& m, const std::string& key, const std::filesystem::path& file);
+std::vector<uint64_t> get_list(const Metadata& m, const std::string& key,
+                               const std::filesystem::path& file);
 
 struct ExpectedTensor {
   std::string name;
@@ -38,4 +57,4 @@ void check_config_fits(const models::ModelConfig& config, const io::SafetensorsF
 // F64) holds a NaN/Inf.
 void check_finite(const Tensor& t, const std::string& what);
 
-}  // namespace qkv::train::detail
+}  // namespace qkv::models::file_checks
