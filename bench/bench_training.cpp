@@ -17,7 +17,6 @@
 // CASE: transformer:thr=N | rnn-additive:thr=N | rnn-none:thr=N. Each runs in a fork()ed
 // child (its own thread pool and heap); one JSON line per case, same fields as the peer.
 #include <cblas.h>
-#include <malloc.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -38,6 +37,7 @@
 #include "qkv/autograd/functions.h"
 #include "qkv/base/cpu.h"
 #include "qkv/base/error.h"
+#include "qkv/base/memory.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/kernels/dispatch.h"
 #include "qkv/kernels/gemm.h"
@@ -334,10 +334,7 @@ int main(int argc, char** argv) {
   // The peer's allocator policy (peer_torch.py): freed blocks stay in the heap, so the
   // large per-update tensors (logits [B, Tt, V]: ~200 MB) reuse warm pages instead of a
   // fresh mmap page-faulted every update. --cold-alloc keeps glibc's defaults.
-  if (!cold_alloc) {
-    mallopt(M_MMAP_MAX, 0);
-    mallopt(M_TRIM_THRESHOLD, 0x7fffffff);
-  }
+  if (!cold_alloc) qkv::keep_freed_memory_for_reuse();
   BatchFile data;
   try {
     QKV_CHECK(!batches.empty(), qkv::ConfigError, "--batches FILE is required");

@@ -15,6 +15,7 @@
 #include "command.h"
 #include "decode_commands.h"
 #include "experiment_commands.h"
+#include "qkv/base/memory.h"
 
 namespace {
 
@@ -42,6 +43,9 @@ constexpr const char* kUsage =
 
 int main(int argc, char** argv) {
   using namespace qkv::tool;  // NOLINT
+  // Training repeats the same large allocations every update: without this glibc maps
+  // and unmaps them each time and the kernel zeroes every page again (qkv/base/memory.h).
+  qkv::keep_freed_memory_for_reuse();
   if (argc < 2) {
     std::cerr << kUsage;
     return kExitUsage;
