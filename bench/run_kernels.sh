@@ -113,7 +113,7 @@ print_env_and_load(f"{reps} repetitions", secs, load0, load1, cpu0, cpu1)
 def thr(n):
     m = re.search(r"threads:(\d+)", n)
     return m.group(1) if m else "?"
-fma = {thr(n): v[1] for n, v in qkv.items() if n.startswith("BM_FmaPeak")}
+fma = {thr(n): v[1] for n, v in qkv.items() if n.split("/")[0] == "BM_FmaPeak"}  # not BM_FmaPeakAvx2
 triad = {thr(n): v[1] for n, v in qkv.items() if n.startswith("BM_StreamTriad")}
 
 def fmt_t(s):
@@ -133,7 +133,7 @@ kernel = {"BM_OpenBlasSgemm": "openblas sgemm (raw)", "BM_QkvGemm": "gemm (auto)
           "BM_LayerNormForward": "layer_norm fwd", "BM_LayerNormBackward": "layer_norm bwd",
           "BM_CrossEntropyForward": "cross_entropy fwd",
           "BM_CrossEntropyBackward": "cross_entropy bwd", "BM_StreamTriad": "stream triad",
-          "BM_Memcpy": "memcpy", "BM_FmaPeak": "FMA peak",
+          "BM_Memcpy": "memcpy", "BM_FmaPeak": "FMA peak", "BM_FmaPeakAvx2": "FMA peak (AVX2 loop)",
           "BM_ParallelForOverhead": "parallel_for latency"}
 hdr = (f"{'kernel':<22}{'shape':<22}{'thr':>3}  {'qkv median':>11} {'rate':>16}  "
        f"{'torch median':>12} {'rate':>16}  {'qkv/torch':>9}  context")
