@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.h"
 #include "qkv/attention/attention.h"
 #include "qkv/autograd/functions.h"
 #include "qkv/autograd/variable.h"
@@ -42,6 +43,12 @@
 #include "qkv/kernels/gemm.h"
 
 namespace {
+
+constexpr const char* kUsage =
+    "usage: qkv_bench_attention [--reps N] [--min-time S] CASE...   one JSON line per case\n"
+    "       qkv_bench_attention --info                               context JSON\n"
+    "CASE: sdpa:b=B:h=H:t=T:d=D:causal=0|1:mode=fwd|fwdbwd:thr=N | additive:b=B:t=T:a=A:d=D:thr=N\n"
+    "      | gemm:n=N:thr=N   (see bench/README.md and bench/run_attention.sh)\n";
 
 using Clock = std::chrono::steady_clock;
 
@@ -96,8 +103,34 @@ Case parse(const std::string& s) {
   return c;
 }
 
+// c[key] as a positive integer (causal: 0 or 1); ConfigError naming the case otherwise.
 int64_t num(const Case& c, const char* key) {
-  return std::atoll(c.at(key).c_str());
+  const auto it = c.find(key);
+  QKV_CHECK(it != c.end(), qkv::ConfigError, "case '", c.at("kind"), "...': missing ", key, "=");
+  return qkv::bench::parse_int(it->second, key, std::string_view(key) == "causal" ? 0 : 1);
+}
+
+// Rejects a malformed case in the parent, before any child is forked, so the error is
+// one line with exit status 2 rather than a child's abort.
+void check_case(const std::string& name) {
+  const Case c = parse(name);
+  const std::string& kind = c.at("kind");
+  std::vector<const char*> keys;
+  if (kind == "sdpa") {
+    keys = {"b", "h", "t", "d", "causal"};
+    const auto mode = c.find("mode");
+    QKV_CHECK(mode != c.end() && (mode->second == "fwd" || mode->second == "fwdbwd"),
+              qkv::ConfigError, "case '", name, "': mode= must be fwd or fwdbwd");
+  } else if (kind == "additive") {
+    keys = {"b", "t", "a", "d"};
+  } else if (kind == "gemm") {
+    keys = {"n"};
+  } else {
+    QKV_THROW(qkv::ConfigError, "case '", name, "': unknown kind '", kind,
+              "' (sdpa, additive or gemm)");
+  }
+  keys.push_back("thr");
+  for (const char* k : keys) num(c, k);
 }
 
 struct Timing {
@@ -250,30 +283,62 @@ void print_info() {
       openblas_get_corename());
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Args {
   int reps = 5;
   double min_time = 0.2;
+  bool info = false, help = false;
   std::vector<std::string> cases;
+};
+
+Args parse_args(int argc, char** argv) {
+  Args a;
   for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--info") {
-      print_info();
-      return 0;
-    } else if (a == "--reps" && i + 1 < argc) {
-      reps = std::max(1, std::atoi(argv[++i]));
-    } else if (a == "--min-time" && i + 1 < argc) {
-      min_time = std::atof(argv[++i]);
+    const std::string_view s = argv[i];
+    if (s == "--help" || s == "-h") {
+      a.help = true;
+    } else if (s == "--info") {
+      a.info = true;
+    } else if (s == "--reps") {
+      a.reps = int(qkv::bench::parse_int(qkv::bench::flag_value(argc, argv, i), s, 1));
+    } else if (s == "--min-time") {
+      a.min_time = qkv::bench::parse_seconds(qkv::bench::flag_value(argc, argv, i), s);
     } else {
-      cases.push_back(a);
+      QKV_CHECK(!s.starts_with("-"), qkv::ConfigError, "unknown flag ", s);
+      check_case(argv[i]);
+      a.cases.emplace_back(s);
     }
   }
+  QKV_CHECK(a.help || a.info || !a.cases.empty(), qkv::ConfigError, "no CASE given");
+  return a;
+}
+
+// The child's body: an exception becomes an error line, not an abort.
+int run_child(const std::string& name, int reps, double min_time) {
+  try {
+    return run_case(name, reps, min_time);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "qkv_bench_attention: %s: %s\n", name.c_str(), e.what());
+    return 3;
+  }
+}
+
+int run(int argc, char** argv) {
+  const Args args = parse_args(argc, argv);
+  if (args.help) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (args.info) {
+    print_info();
+    return 0;
+  }
+  const int reps = args.reps;
+  const double min_time = args.min_time;
   int status = 0;
-  for (const std::string& name : cases) {
+  for (const std::string& name : args.cases) {
     std::fflush(stdout);
     const pid_t pid = fork();
-    if (pid == 0) std::_Exit(run_case(name, reps, min_time));
+    if (pid == 0) std::_Exit(run_child(name, reps, min_time));
     int ws = 0;
     waitpid(pid, &ws, 0);
     if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
@@ -284,4 +349,10 @@ int main(int argc, char** argv) {
     }
   }
   return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return qkv::bench::guarded_main("qkv_bench_attention", [&] { return run(argc, argv); });
 }

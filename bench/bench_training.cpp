@@ -9,14 +9,15 @@
 // Batches come from a file the peer writes (--make-batches), so both sides train on the
 // same ids and lengths. tokens/s = real source + target tokens (padding not counted) per
 // second of wall time over a window of --updates updates; the median of --reps windows,
-// after --warmup untimed updates.
+// after --warmup untimed updates. Memory: peak RSS (VmHWM) after the warm-up and at the
+// end, and minor page faults per timed update (getrusage), same fields as the peer.
 //
 //   qkv_bench_training --batches FILE [--reps N] [--warmup N] [--updates N] CASE...
 //   qkv_bench_training --info
 // CASE: transformer:thr=N | rnn-additive:thr=N | rnn-none:thr=N. Each runs in a fork()ed
 // child (its own thread pool and heap); one JSON line per case, same fields as the peer.
 #include <cblas.h>
-#include <malloc.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,9 +33,11 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.h"
 #include "qkv/autograd/functions.h"
 #include "qkv/base/cpu.h"
 #include "qkv/base/error.h"
+#include "qkv/base/memory.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/kernels/dispatch.h"
 #include "qkv/kernels/gemm.h"
@@ -42,6 +45,12 @@
 #include "qkv/train/optimizer.h"
 
 namespace {
+
+constexpr const char* kUsage =
+    "usage: qkv_bench_training --batches FILE [--reps N] [--warmup N] [--updates N] "
+    "[--cold-alloc] CASE...\n"
+    "       qkv_bench_training --info\n"
+    "CASE: transformer:thr=N | rnn-additive:thr=N | rnn-none:thr=N   (see bench/README.md)\n";
 
 using Clock = std::chrono::steady_clock;
 constexpr const char* kFormat = "qkv-training-batches 1";
@@ -146,6 +155,14 @@ int64_t status_kb(const char* key) {
   return -1;
 }
 
+// Minor page faults of this process so far: each is a page the kernel had to find (and
+// zero) on first touch, the cost that a steady-state update should not pay again.
+int64_t minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return int64_t(u.ru_minflt);
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -206,6 +223,7 @@ int run_case(const std::string& name, const BatchFile& data, const Options& o) {
   int64_t unused = 0, unused_tgt = 0;
   for (int i = 0; i < o.warmup; ++i) update(false, unused, unused_tgt);
   std::vector<double> rates, tgt_rates, secs;
+  const int64_t rss_warm_kb = status_kb("VmHWM"), faults0 = minor_faults();
   for (int r = 0; r < o.reps; ++r) {
     int64_t tokens = 0, tgt_tokens = 0;
     const auto start = Clock::now();
@@ -216,6 +234,7 @@ int run_case(const std::string& name, const BatchFile& data, const Options& o) {
     secs.push_back(el / o.updates);
   }
   const double timed = double(o.reps) * o.updates;
+  const double faults_per_update = double(minor_faults() - faults0) / timed;
   std::printf(
       "{\"case\": \"%s\", \"params\": %lld, \"tokens_per_s\": %.6g, \"tgt_tokens_per_s\": %.6g, "
       "\"s_per_update\": %.6g",
@@ -224,9 +243,10 @@ int run_case(const std::string& name, const BatchFile& data, const Options& o) {
   std::printf(
       ", \"phase_ms\": {\"forward\": %.6g, \"loss\": %.6g, \"backward\": %.6g, "
       "\"optimizer\": %.6g}, \"first_loss\": %.6g, \"last_loss\": %.6g, \"updates\": %zu, "
-      "\"peak_rss_kb\": %lld}\n",
+      "\"peak_rss_kb\": %lld, \"warmup_peak_rss_kb\": %lld, \"minflt_per_update\": %.6g}\n",
       1e3 * phase[0] / timed, 1e3 * phase[1] / timed, 1e3 * phase[2] / timed,
-      1e3 * phase[3] / timed, losses.front(), losses.back(), next, (long long)status_kb("VmHWM"));
+      1e3 * phase[3] / timed, losses.front(), losses.back(), next, (long long)status_kb("VmHWM"),
+      (long long)rss_warm_kb, faults_per_update);
   std::fflush(stdout);
   return 0;
 }
@@ -244,40 +264,77 @@ void print_info() {
       openblas_get_corename());
 }
 
+// Rejects a malformed CASE in the parent, before a child is forked.
+void check_case(const std::string& name) {
+  const size_t colon = name.find(':');
+  QKV_CHECK(colon != std::string::npos && name.compare(colon, 5, ":thr=") == 0, qkv::ConfigError,
+            "case '", name, "': expected KIND:thr=N");
+  const std::string kind = name.substr(0, colon);
+  QKV_CHECK(kind == "transformer" || kind == "rnn-additive" || kind == "rnn-none", qkv::ConfigError,
+            "case '", name, "': expected transformer, rnn-additive or rnn-none");
+  qkv::bench::parse_int(std::string_view(name).substr(colon + 5), "thr", 1);
+}
+
+struct Args {
+  Options o;
+  std::string batches;
+  bool cold_alloc = false, info = false, help = false;
+  std::vector<std::string> cases;
+};
+
+Args parse_args(int argc, char** argv) {
+  namespace b = qkv::bench;
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view s = argv[i];
+    if (s == "--help" || s == "-h") {
+      a.help = true;
+    } else if (s == "--info") {
+      a.info = true;
+    } else if (s == "--batches") {
+      a.batches = b::flag_value(argc, argv, i);
+    } else if (s == "--reps") {
+      a.o.reps = int(b::parse_int(b::flag_value(argc, argv, i), s, 1));
+    } else if (s == "--warmup") {
+      a.o.warmup = int(b::parse_int(b::flag_value(argc, argv, i), s, 0));
+    } else if (s == "--updates") {
+      a.o.updates = int(b::parse_int(b::flag_value(argc, argv, i), s, 1));
+    } else if (s == "--cold-alloc") {
+      a.cold_alloc = true;
+    } else {
+      QKV_CHECK(!s.starts_with("-"), qkv::ConfigError, "unknown flag ", s);
+      check_case(argv[i]);
+      a.cases.emplace_back(s);
+    }
+  }
+  return a;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
-  std::string batches;
-  bool cold_alloc = false;
-  std::vector<std::string> cases;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (a == "--info") {
-      print_info();
-      return 0;
-    } else if (a == "--batches" && has_value) {
-      batches = argv[++i];
-    } else if (a == "--reps" && has_value) {
-      o.reps = std::max(1, std::atoi(argv[++i]));
-    } else if (a == "--warmup" && has_value) {
-      o.warmup = std::max(0, std::atoi(argv[++i]));
-    } else if (a == "--updates" && has_value) {
-      o.updates = std::max(1, std::atoi(argv[++i]));
-    } else if (a == "--cold-alloc") {
-      cold_alloc = true;
-    } else {
-      cases.push_back(a);
-    }
+  Args args;
+  const int parsed = qkv::bench::guarded_main("qkv_bench_training", [&] {
+    args = parse_args(argc, argv);
+    return 0;
+  });
+  if (parsed != 0) return parsed;
+  if (args.help) {
+    std::fputs(kUsage, stdout);
+    return 0;
   }
+  if (args.info) {
+    print_info();
+    return 0;
+  }
+  const Options o = args.o;
+  const std::string batches = args.batches;
+  const bool cold_alloc = args.cold_alloc;
+  const std::vector<std::string> cases = args.cases;
   // The peer's allocator policy (peer_torch.py): freed blocks stay in the heap, so the
   // large per-update tensors (logits [B, Tt, V]: ~200 MB) reuse warm pages instead of a
   // fresh mmap page-faulted every update. --cold-alloc keeps glibc's defaults.
-  if (!cold_alloc) {
-    mallopt(M_MMAP_MAX, 0);
-    mallopt(M_TRIM_THRESHOLD, 0x7fffffff);
-  }
+  if (!cold_alloc) qkv::keep_freed_memory_for_reuse();
   BatchFile data;
   try {
     QKV_CHECK(!batches.empty(), qkv::ConfigError, "--batches FILE is required");

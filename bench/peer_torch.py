@@ -38,6 +38,12 @@ import statistics
 import sys
 import time
 
+# Before torch (and its libgomp) loads: idle OpenMP threads sleep instead of spinning.
+# Spinning workers of the multi-threaded rows competed with OpenBLAS's threads and with
+# any other process for 2 cores, making torch's 2-thread rows 2-5x slower than its
+# 1-thread rows under load (bench/README.md). An explicit OMP_WAIT_POLICY is kept.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 # ---- shapes: same as qkv_bench_kernels ------------------------------------------------
 THREADS = (1, 2)
 GEMM_SHAPES = [(s, s, s) for s in (256, 512, 1024, 2048)] + [(4096, 1536, 512)]
@@ -78,7 +84,8 @@ def find_openblas():
 def torch_context(torch, blas_path, blas):
     ctx = {"torch_version": torch.__version__, "python": sys.executable,
            "torch_default_threads": torch.get_num_threads(),
-           "torch_default_interop_threads": torch.get_num_interop_threads()}
+           "torch_default_interop_threads": torch.get_num_interop_threads(),
+           "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset")}
     cfg = torch.__config__.show()
     m = re.search(r"BLAS_INFO=([^,]*)", cfg)
     ctx["torch_blas_info"] = m.group(1) if m else "?"

@@ -37,7 +37,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_torch import find_openblas, torch_context, warm_allocator  # noqa: E402
+from peer_torch import find_openblas, torch_context, warm_allocator  # noqa: E402 (sets OMP_WAIT_POLICY)
 
 
 def status_kb(key):

@@ -40,6 +40,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import statistics
 import sys
 import time
@@ -270,6 +271,7 @@ def run_case(torch, blas, name, batches, args):
     for _ in range(args.warmup):
         update(False)
     rates, secs, tgt_rates = [], [], []
+    rss_warm, faults0 = status_kb("VmHWM"), resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(args.reps):
         toks = tgt = 0
         start = time.perf_counter()
@@ -281,12 +283,14 @@ def run_case(torch, blas, name, batches, args):
         tgt_rates.append(tgt / el)
         secs.append(el / args.updates)
     timed = args.reps * args.updates
+    faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults0) / timed
     return {"case": name, "params": params, "tokens_per_s": statistics.median(rates),
             "tgt_tokens_per_s": statistics.median(tgt_rates), "rates": rates,
             "s_per_update": statistics.median(secs),
             "phase_ms": {k: 1e3 * v / timed for k, v in phase.items()},
             "first_loss": state["loss"][0], "last_loss": state["loss"][-1],
-            "updates": state["n"], "peak_rss_kb": status_kb("VmHWM")}
+            "updates": state["n"], "peak_rss_kb": status_kb("VmHWM"),
+            "warmup_peak_rss_kb": rss_warm, "minflt_per_update": faults}
 
 
 def status_kb(key):
@@ -335,7 +339,7 @@ def main():
     if a.make_batches:
         make_batches(a.make_batches, a.seed, a.count)
         return 0
-    from peer_torch import find_openblas, torch_context, warm_allocator
+    from peer_torch import find_openblas, torch_context, warm_allocator  # sets OMP_WAIT_POLICY
     warm = False if a.cold_alloc else warm_allocator()
     import torch
     blas_path, blas = find_openblas()

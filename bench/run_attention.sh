@@ -72,7 +72,7 @@ load1=$(cut -d' ' -f1-3 /proc/loadavg)
 $py - "$tmp" "$reps" "$((SECONDS - start))" "$load0" "$load1" "$cpu0" "$cpu1" <<'PY'
 import json, os, sys
 sys.path.insert(0, "bench")  # the scripts run from the repository root
-from run_context import print_env_and_load
+from run_context import omp_line, print_env_and_load
 tmp, reps, secs, load0, load1, cpu0, cpu1 = sys.argv[1:8]
 
 def load(name):
@@ -93,6 +93,7 @@ if tctx:
           f"mkldnn {tctx['torch_mkldnn']}; allocator {tctx['allocator']}; "
           f"is_causal == tril mask: {tctx['is_causal_matches_tril_mask']}")
     print("threads per row: qkv set_num_threads(t); torch.set_num_threads(t) + openblas_set_num_threads(t)")
+    print(omp_line(tctx))
 else:
     print("torch: not run (no torch in /usr/bin/python3, or PEER=0)")
 print_env_and_load(f"{reps} repetitions (max 3 for calls > 1 s, 1 for > 4 s)", secs,

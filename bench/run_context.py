@@ -17,3 +17,25 @@ def print_env_and_load(reps_text, secs, load0, load1, cpu0, cpu1):
     steal = 100 * d[7] / max(1, sum(d)) if len(d) > 7 else 0
     print(f"run: {reps_text}, {secs} s; load average before {load0}, after {load1}; "
           f"CPU steal {steal:.1f}%")
+
+
+def omp_line(tctx):
+    """The peer's OpenMP wait policy, said once in every table's header."""
+    policy = tctx.get("omp_wait_policy", "unset (spinning)")
+    return (f"torch OpenMP: OMP_WAIT_POLICY={policy} for every row (the peer sets PASSIVE unless "
+            "given: idle OpenMP threads of the multi-threaded rows sleep instead of spinning)")
+
+
+def percent_of(rate, limit, what):
+    """'NN% of WHAT', or a warning when the rate exceeds the limit measured in the same run:
+    then the limit's measurement is wrong (e.g. an FMA loop that spilled registers), and a
+    percentage above 100 would only repeat the error.
+
+    >>> percent_of(46, 92, "FMA peak")
+    '50% of FMA peak'
+    >>> percent_of(70, 52, "FMA peak")
+    'above the measured FMA peak: that measurement is wrong'
+    """
+    if rate > limit:
+        return f"above the measured {what}: that measurement is wrong"
+    return f"{100 * rate / limit:.0f}% of {what}"

@@ -70,7 +70,7 @@ load1=$(cut -d' ' -f1-3 /proc/loadavg)
 $py - "$tmp" "$reps" "$((SECONDS - start))" "$load0" "$load1" "$cpu0" "$cpu1" <<'PY'
 import glob, json, os, re, statistics, sys
 sys.path.insert(0, "bench")  # the scripts run from the repository root
-from run_context import print_env_and_load
+from run_context import omp_line, percent_of, print_env_and_load
 tmp, reps, secs, load0, load1, cpu0, cpu1 = sys.argv[1:8]
 
 qkv, ctx = {}, {}
@@ -104,6 +104,7 @@ if tctx:
           f"{tctx['torch_parallel_backend']}; default threads: torch "
           f"{tctx['torch_default_threads']}, OpenBLAS {tctx.get('openblas_default_threads', '?')}"
           f"; allocator {tctx['allocator']}")
+    print(omp_line(tctx))
     print("torch threads: torch.set_num_threads(t) + openblas_set_num_threads(t) per row")
 else:
     print("torch: not run (no torch in /usr/bin/python3, or PEER=0)")
@@ -112,7 +113,7 @@ print_env_and_load(f"{reps} repetitions", secs, load0, load1, cpu0, cpu1)
 def thr(n):
     m = re.search(r"threads:(\d+)", n)
     return m.group(1) if m else "?"
-fma = {thr(n): v[1] for n, v in qkv.items() if n.startswith("BM_FmaPeak")}
+fma = {thr(n): v[1] for n, v in qkv.items() if n.split("/")[0] == "BM_FmaPeak"}  # not BM_FmaPeakAvx2
 triad = {thr(n): v[1] for n, v in qkv.items() if n.startswith("BM_StreamTriad")}
 
 def fmt_t(s):
@@ -132,7 +133,7 @@ kernel = {"BM_OpenBlasSgemm": "openblas sgemm (raw)", "BM_QkvGemm": "gemm (auto)
           "BM_LayerNormForward": "layer_norm fwd", "BM_LayerNormBackward": "layer_norm bwd",
           "BM_CrossEntropyForward": "cross_entropy fwd",
           "BM_CrossEntropyBackward": "cross_entropy bwd", "BM_StreamTriad": "stream triad",
-          "BM_Memcpy": "memcpy", "BM_FmaPeak": "FMA peak",
+          "BM_Memcpy": "memcpy", "BM_FmaPeak": "FMA peak", "BM_FmaPeakAvx2": "FMA peak (AVX2 loop)",
           "BM_ParallelForOverhead": "parallel_for latency"}
 hdr = (f"{'kernel':<22}{'shape':<22}{'thr':>3}  {'qkv median':>11} {'rate':>16}  "
        f"{'torch median':>12} {'rate':>16}  {'qkv/torch':>9}  context")
@@ -148,11 +149,11 @@ for name, (t, rate, unit) in qkv.items():
         pr = f"{'':>12} {'':>16}  {'':>9}"
     note = ""
     if unit == "GFLOP/s" and fam != "BM_FmaPeak" and fma.get(th):
-        note = f"{100 * rate / fma[th]:.0f}% of FMA peak"
-        if p: note += f" (torch {100 * p[1] / fma[th]:.0f}%)"
+        note = percent_of(rate, fma[th], "FMA peak")
+        if p: note += f" (torch {percent_of(p[1], fma[th], 'FMA peak')})"
     elif unit == "GB/s" and fam not in ("BM_StreamTriad", "BM_Memcpy") and triad.get(th):
-        note = f"{100 * rate / triad[th]:.0f}% of triad"
-        if p: note += f" (torch {100 * p[1] / triad[th]:.0f}%)"
+        note = percent_of(rate, triad[th], "triad")
+        if p: note += f" (torch {percent_of(p[1], triad[th], 'triad')})"
     if fam == "BM_QkvGemmOpenBlas":  # the wrapper's overhead, side by side
         raw = qkv.get(name.replace("BM_QkvGemmOpenBlas", "BM_OpenBlasSgemm"))
         if raw: note = f"wrapper/raw OpenBLAS = {raw[0] / t:.3f}; " + note

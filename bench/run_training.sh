@@ -65,7 +65,7 @@ $py - "$tmp" "$reps/$reps1" "$updates" "$warmup" "$((SECONDS - start))" "$load0"
   "$cpu1" "${COLD_ALLOC:-0}" <<'PY'
 import json, os, statistics, sys
 sys.path.insert(0, "bench")  # the scripts run from the repository root
-from run_context import print_env_and_load
+from run_context import omp_line, print_env_and_load
 tmp, reps, updates, warmup, secs, load0, load1, cpu0, cpu1, cold = sys.argv[1:11]
 
 def load(name):
@@ -85,6 +85,7 @@ if tctx:
           f"{tctx['torch_cpu_capability']}; parallel backend {tctx['torch_parallel_backend']}; "
           f"mkldnn {tctx['torch_mkldnn']}; allocator {tctx['allocator']}")
     print("threads per row: qkv set_num_threads(t); torch.set_num_threads(t) + openblas_set_num_threads(t)")
+    print(omp_line(tctx))
 else:
     print("torch: not run (no torch in /usr/bin/python3, or PEER=0)")
 print(f"allocator: {'glibc defaults on both sides (COLD_ALLOC=1)' if cold == '1' else 'mallopt(no mmap, no trim) on both sides'}")
@@ -131,7 +132,8 @@ for name, r in qkv.items():
     p = torch.get(name, {})
     f = lambda x: " / ".join(f"{x['phase_ms'][k]:.0f}" for k in ("forward", "loss", "backward", "optimizer")) if "phase_ms" in x else "-"
     loss = lambda x: f"loss {x['first_loss']:.3f} -> {x['last_loss']:.3f}" if "first_loss" in x else ""
-    mib = lambda x: f"peak {x['peak_rss_kb'] / 1024:.0f} MiB" if "peak_rss_kb" in x else ""
+    mib = lambda x: (f"peak {x['peak_rss_kb'] / 1024:.0f} MiB" if "peak_rss_kb" in x else "") + (
+        f", {x['minflt_per_update']:.0f} faults/upd" if "minflt_per_update" in x else "")
     print(f"  {name:<18} {f(r):<22} {loss(r)}, {mib(r)} | {f(p):<22} {loss(p)}, {mib(p)}")
 print("tok/s of each window, qkv | torch:")
 for name, r in qkv.items():

@@ -1,5 +1,7 @@
 // Differentiable matmul, elementwise arithmetic, reductions and shape ops. Each closure
 // captures what the ops backward needs (inputs are shared handles: no copies).
+#include <utility>
+
 #include "detail/record.h"
 #include "qkv/autograd/functions.h"
 #include "qkv/ops/broadcast.h"
@@ -34,10 +36,10 @@ using detail::accumulate;
 Variable matmul(const Variable& a, const Variable& b, const ops::MatmulOptions& options) {
   return detail::record(kMatmul, ops::matmul(a.value(), b.value(), options), {a, b},
                         [a, b, options](const Tensor& dy) {
-                          const ops::MatmulGrads g =
+                          ops::MatmulGrads g =
                               ops::matmul_backward(dy, a.value(), b.value(), options);
-                          accumulate(a, g.da);
-                          accumulate(b, g.db);
+                          accumulate(a, std::move(g.da));
+                          accumulate(b, std::move(g.db));
                         });
 }
 
@@ -51,17 +53,17 @@ Variable add(const Variable& a, const Variable& b) {
 
 Variable sub(const Variable& a, const Variable& b) {
   return detail::record(kSub, ops::sub(a.value(), b.value()), {a, b}, [a, b](const Tensor& dy) {
-    const ops::BinaryGrads g = ops::sub_backward(dy);
-    accumulate(a, g.da);
-    accumulate(b, g.db);
+    ops::BinaryGrads g = ops::sub_backward(dy);
+    accumulate(a, std::move(g.da));
+    accumulate(b, std::move(g.db));
   });
 }
 
 Variable mul(const Variable& a, const Variable& b) {
   return detail::record(kMul, ops::mul(a.value(), b.value()), {a, b}, [a, b](const Tensor& dy) {
-    const ops::BinaryGrads g = ops::mul_backward(dy, a.value(), b.value());
-    accumulate(a, g.da);
-    accumulate(b, g.db);
+    ops::BinaryGrads g = ops::mul_backward(dy, a.value(), b.value());
+    accumulate(a, std::move(g.da));
+    accumulate(b, std::move(g.db));
   });
 }
 
@@ -73,9 +75,9 @@ Variable scale(const Variable& x, double s) {
 Variable add_bias(const Variable& x, const Variable& bias) {
   return detail::record(kAddBias, ops::add_bias(x.value(), bias.value()), {x, bias},
                         [x, bias](const Tensor& dy) {
-                          const ops::BiasGrads g = ops::add_bias_backward(dy);
-                          accumulate(x, g.dx);
-                          accumulate(bias, g.dbias);
+                          ops::BiasGrads g = ops::add_bias_backward(dy);
+                          accumulate(x, std::move(g.dx));
+                          accumulate(bias, std::move(g.dbias));
                         });
 }
 
@@ -100,9 +102,9 @@ Variable sum_last(const Variable& x) {
 Variable pairwise_add(const Variable& a, const Variable& c) {
   return detail::record(kPairwiseAdd, ops::pairwise_add(a.value(), c.value()), {a, c},
                         [a, c](const Tensor& dy) {
-                          const ops::BinaryGrads g = ops::pairwise_add_backward(dy);
-                          accumulate(a, g.da);
-                          accumulate(c, g.db);
+                          ops::BinaryGrads g = ops::pairwise_add_backward(dy);
+                          accumulate(a, std::move(g.da));
+                          accumulate(c, std::move(g.db));
                         });
 }
 

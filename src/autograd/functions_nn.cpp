@@ -1,6 +1,7 @@
 // Differentiable activations, softmax, layer norm, embedding, cross-entropy, dropout and
 // fused scaled-dot attention.
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "detail/record.h"
@@ -81,9 +82,9 @@ Variable layer_norm(const Variable& x, const Variable& gamma, const Variable& be
                         [x, gamma, beta, mean = r.mean, rstd = r.rstd](const Tensor& dy) {
                           const ops::LayerNormGradients g =
                               ops::layer_norm_backward(dy, x.value(), gamma.value(), mean, rstd);
-                          accumulate(x, g.dx);
-                          accumulate(gamma, g.dgamma);
-                          accumulate(beta, g.dbeta);
+                          accumulate(x, std::move(g.dx));
+                          accumulate(gamma, std::move(g.dgamma));
+                          accumulate(beta, std::move(g.dbeta));
                         });
 }
 
@@ -122,9 +123,9 @@ Variable scaled_dot_attention(const Variable& q, const Variable& k, const Variab
                         [q, k, v, out = r.out, l = r.lse, saved, lengths](const Tensor& dy) {
                           ops::FlashAttentionGradients g = ops::flash_attention_backward(
                               dy, q.value(), k.value(), v.value(), out, l, saved);
-                          accumulate(q, g.dq);
-                          accumulate(k, g.dk);
-                          accumulate(v, g.dv);
+                          accumulate(q, std::move(g.dq));
+                          accumulate(k, std::move(g.dk));
+                          accumulate(v, std::move(g.dv));
                         });
 }
 
@@ -133,9 +134,9 @@ Variable additive_scores(const Variable& qp, const Variable& kp, const Variable&
                         {qp, kp, v}, [qp, kp, v](const Tensor& dy) {
                           ops::AdditiveScoresGradients g =
                               ops::additive_scores_backward(dy, qp.value(), kp.value(), v.value());
-                          accumulate(qp, g.dqp);
-                          accumulate(kp, g.dkp);
-                          accumulate(v, g.dv);
+                          accumulate(qp, std::move(g.dqp));
+                          accumulate(kp, std::move(g.dkp));
+                          accumulate(v, std::move(g.dv));
                         });
 }
 

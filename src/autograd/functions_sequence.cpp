@@ -1,6 +1,8 @@
 // Differentiable concat, stack and select. Their backward functions hand out views of dy
 // (concat) or add into a slice of the input's gradient (select), so none copies a whole
 // sequence per step.
+#include <utility>
+
 #include "detail/record.h"
 #include "qkv/autograd/functions_recurrent.h"
 #include "qkv/ops/sequence.h"
@@ -33,8 +35,8 @@ Variable concat(const std::vector<Variable>& parts, int axis) {
   std::vector<int64_t> sizes;
   for (const Variable& p : parts) sizes.push_back(p.value().dim(a));
   return detail::record(kConcat, y, parts, [parts, sizes, a](const Tensor& dy) {
-    const std::vector<Tensor> g = ops::concat_backward(dy, sizes, a);
-    for (size_t i = 0; i < parts.size(); ++i) accumulate(parts[i], g[i]);
+    std::vector<Tensor> g = ops::concat_backward(dy, sizes, a);
+    for (size_t i = 0; i < parts.size(); ++i) accumulate(parts[i], std::move(g[i]));
   });
 }
 

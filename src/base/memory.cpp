@@ -1,7 +1,10 @@
 #include "qkv/base/memory.h"
 
+#include <malloc.h>
+
 #include <cctype>
 #include <charconv>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -89,6 +92,12 @@ std::string format_bytes(double bytes) {
   char buf[48];
   std::snprintf(buf, sizeof buf, unit == 0 ? "%.0f %s" : "%.1f %s", bytes, kUnits[unit]);
   return buf;
+}
+
+bool keep_freed_memory_for_reuse() noexcept {
+  // INT_MAX: mallopt takes an int; ~2 GiB of free heap top before glibc trims it.
+  const bool no_mmap = mallopt(M_MMAP_MAX, 0) == 1;
+  return mallopt(M_TRIM_THRESHOLD, INT_MAX) == 1 && no_mmap;
 }
 
 void check_memory(double bytes, std::string_view what, std::string_view remedy) {

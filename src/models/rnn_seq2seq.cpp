@@ -152,6 +152,7 @@ Variable RnnSeq2Seq::forward_train_tapped(const Tensor& src, std::span<const int
   for (const Variable& f : e.final_states)
     finals.push_back(autograd::reshape(f, f.value().shape()));
   taps = {e.input, e.memory, finals};
+  taps.retain_grads();
   const detail::RnnDecoderVars initial = layers_->bridge(finals);
   const detail::RnnMemory memory = layers_->prepare_memory(e.memory, src_lengths);
   return layers_->logits(layers_->decode_sequence(tgt_in, tgt_lengths, initial, memory));

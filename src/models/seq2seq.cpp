@@ -6,6 +6,12 @@
 
 namespace qkv::models {
 
+void EncoderTaps::retain_grads() const {
+  for (const autograd::Variable* v : {&input, &memory})
+    if (v->defined()) v->retain_grad();
+  for (const autograd::Variable& v : final_states) v.retain_grad();
+}
+
 autograd::Variable Seq2Seq::forward_train_tapped(const Tensor&, std::span<const int64_t>,
                                                  const Tensor&, std::span<const int64_t>,
                                                  EncoderTaps&) {

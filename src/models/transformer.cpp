@@ -210,6 +210,7 @@ autograd::Variable Transformer::forward_train_tapped(const Tensor& src,
   autograd::Variable input;
   const autograd::Variable memory = layers_->encode(src, src_lengths, &input);
   taps = {input, memory, {}};
+  taps.retain_grads();
   return layers_->decode(tgt_in, memory, src_lengths);
 }
 

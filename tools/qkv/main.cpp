@@ -19,6 +19,7 @@
 #include "command.h"
 #include "decode_commands.h"
 #include "experiment_commands.h"
+#include "qkv/base/memory.h"
 #include "qkv/cli/options.h"
 
 namespace {
@@ -114,6 +115,9 @@ int help(int argc, const char* const* argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Training repeats the same large allocations every update: without this glibc maps
+  // and unmaps them each time and the kernel zeroes every page again (qkv/base/memory.h).
+  qkv::keep_freed_memory_for_reuse();
   if (argc < 2) {
     std::cerr << usage();
     return kExitUsage;

@@ -27,6 +27,11 @@ inline Variable record(const OpRegistration& op, Tensor value,
 inline void accumulate(const Variable& input, const TensorView& g) {
   if (input.requires_grad()) input.accumulate_grad(g);
 }
+// The same for a gradient the caller no longer needs: the input adopts it when it is the
+// first gradient and nothing else shares its storage (Variable::accumulate_grad(Tensor&&)).
+inline void accumulate(const Variable& input, Tensor&& g) {
+  if (input.requires_grad()) input.accumulate_grad(std::move(g));
+}
 
 // Anchors, one per function file, referenced by registered_ops() so a static link keeps
 // every file (and thereby its OpRegistration objects).

@@ -1,7 +1,9 @@
 // The tape records only what it must, accumulates, and refuses non-scalar losses.
 #include <thread>
+#include <utility>
 
 #include "qkv/autograd/functions.h"
+#include "qkv/ops/elementwise.h"
 #include "test_util.h"
 
 namespace qkv::autograd {
@@ -95,6 +97,63 @@ TEST(Tape, GradientOfATransposedViewIsStoredContiguous) {
   backward(sum(mul(transpose(x, 0, 1), w)));
   ASSERT_TRUE(x.grad().is_contiguous());
   EXPECT_TRUE(qkv::testing::bitwise_equal(x.grad(), w.value().transpose(0, 1)));
+}
+
+TEST(Tape, IntermediateGradientsAreDroppedAsBackwardRuns) {
+  const Variable x = leaf({3}, 12);
+  const Variable y = tanh(x);
+  const Variable loss = sum(y);
+  backward(loss);
+  // Like PyTorch: only leaves (and retain_grad() variables) keep their gradient; the
+  // Transformer's step held every intermediate gradient until backward returned.
+  EXPECT_FALSE(y.grad().defined());
+  EXPECT_FALSE(loss.grad().defined());
+  EXPECT_TRUE(x.grad().defined());
+}
+
+TEST(Tape, RetainGradKeepsAnIntermediateGradient) {
+  const Variable x = leaf({3}, 13);
+  const Variable y = tanh(x);
+  y.retain_grad();
+  EXPECT_TRUE(y.retains_grad());
+  backward(sum(mul(y, y)));  // d/dy Σ y² = 2y
+  ASSERT_TRUE(y.grad().defined());
+  EXPECT_TRUE(qkv::testing::bitwise_equal(y.grad(), ops::scale(y.value(), 2.0)));
+}
+
+TEST(Tape, SavedTensorsAreFreedByBackward) {
+  const Variable x = leaf({3}, 14);
+  const Tensor w = random_tensor({3}, DType::F64, 15);
+  Variable loss;
+  {
+    const Variable cw(w, false);
+    loss = sum(mul(cw, x));  // mul's closure holds cw, and thereby w
+  }
+  EXPECT_FALSE(w.sole_owner());
+  backward(loss);
+  EXPECT_TRUE(w.sole_owner());  // the closure is gone although `loss` is still held
+}
+
+TEST(Tape, FirstGradientIsAdoptedOnlyWhenNothingElseSharesIt) {
+  const Variable x = leaf({2, 2}, 16);
+  Tensor fresh = random_tensor({2, 2}, DType::F64, 17);
+  const double* storage = fresh.data<double>();
+  x.accumulate_grad(std::move(fresh));
+  EXPECT_EQ(x.grad().data<double>(), storage);  // adopted: no copy
+  x.zero_grad();
+
+  const Tensor shared = random_tensor({2, 2}, DType::F64, 18);
+  Tensor handle = shared;
+  x.accumulate_grad(std::move(handle));
+  EXPECT_NE(x.grad().data<double>(), shared.data<double>());  // copied: `shared` sees it
+  EXPECT_TRUE(qkv::testing::bitwise_equal(x.grad(), shared));
+  x.accumulate_grad(Tensor(shared));  // later gradients add, as before
+  EXPECT_TRUE(qkv::testing::bitwise_equal(x.grad(), ops::scale(shared, 2.0)));
+  x.zero_grad();
+
+  Tensor transposed = random_tensor({2, 2}, DType::F64, 19).transpose(0, 1);
+  x.accumulate_grad(std::move(transposed));
+  EXPECT_TRUE(x.grad().is_contiguous());  // a strided view is copied into contiguous form
 }
 
 TEST(Tape, VariableChecksGradientShape) {

@@ -55,6 +55,20 @@ TEST(Tensor, TransposeIsAStridedViewSharingStorage) {
   EXPECT_EQ(tt.contiguous().to_vector<float>(), (std::vector<float>{0, 3, 1, 4, 2, 50}));
 }
 
+TEST(Tensor, SoleOwnerIsFalseWhileAnotherHandleOrViewShares) {
+  EXPECT_FALSE(Tensor().sole_owner());
+  Tensor t = Tensor::zeros({2, 3});
+  EXPECT_TRUE(t.sole_owner());
+  {
+    const Tensor view = t.transpose(0, 1);
+    EXPECT_FALSE(t.sole_owner());
+    EXPECT_FALSE(view.sole_owner());
+  }
+  EXPECT_TRUE(t.sole_owner());
+  const Tensor copy = t;
+  EXPECT_FALSE(t.sole_owner());
+}
+
 TEST(Tensor, SliceAndReshape) {
   Tensor t = iota({4, 3});
   Tensor s = t.slice(0, 1, 3);

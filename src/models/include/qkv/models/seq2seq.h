@@ -37,9 +37,10 @@ struct EncoderOutput {
 
 // The source side of one forward_train pass, as Variables on the tape, so that after a
 // backward their grad() says how much the loss depends on each source position (`qkv
-// gradflow`: does the gradient reach the early words?). Intermediate Variables keep
-// their gradients (autograd/variable.h); a grad() still undefined after the backward
-// means the loss does not depend on that Variable (zero).
+// gradflow`: does the gradient reach the early words?). forward_train_tapped marks each
+// tap retain_grad() (intermediates drop their gradients during backward otherwise,
+// autograd/variable.h); a grad() still undefined after the backward means the loss does
+// not depend on that Variable (zero).
 struct EncoderTaps {
   // [B, Ts, E]: what the encoder reads at each position, before dropout. rnn: the source
   // embeddings; transformer: the embeddings scaled by sqrt(E) plus the positions.
@@ -53,6 +54,9 @@ struct EncoderTaps {
   // bridge reads them: its own handles, so their grad() is the bridge's share alone (the
   // attention's share at those positions is in memory's). Empty for the transformer.
   std::vector<autograd::Variable> final_states;
+
+  // retain_grad() on every defined tap.
+  void retain_grads() const;
 };
 
 // Everything the decoder carries from one step to the next (recurrent states, key/value

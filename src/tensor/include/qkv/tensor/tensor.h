@@ -74,6 +74,9 @@ class Tensor {
   static Tensor from(const Shape& shape, std::span<const double> values);
 
   bool defined() const noexcept { return storage_ != nullptr; }
+  // True when no other Tensor shares this storage (no view, no copy of the handle), so
+  // the holder may adopt it instead of copying: autograd takes over a fresh gradient.
+  bool sole_owner() const noexcept { return storage_ != nullptr && storage_.use_count() == 1; }
   const TensorView& view() const noexcept { return view_; }
   operator const TensorView&() const noexcept { return view_; }  // NOLINT: cheap, intended
 
