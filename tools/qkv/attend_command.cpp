@@ -190,11 +190,14 @@ int attend(const cli::ParsedOptions& p) {
     const decode::SentenceResult r = tr.translate(text, search)[0];
     if (const auto problem = skip_message(p, c, line, r)) {
       warn_line("attend", line.number, *problem, "skipped");
-      std::cout << "\n";
+      std::cout << "\n" << std::flush;
       continue;
     }
     show_attention(p, tr, shown, line, r);
     ++shown_lines;
+    // Each sentence's heatmap as soon as it is drawn (a pipe's stdout is block-buffered).
+    std::cout.flush();
+    QKV_CHECK(std::cout.good(), IoError, "writing to stdout failed");
   }
   std::cout.flush();
   QKV_CHECK(std::cout.good(), IoError, "writing to stdout failed");

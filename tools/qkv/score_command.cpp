@@ -68,6 +68,7 @@ class StdinPairs {
     pair.target = trim(line.text.substr(bar + 3));
     return true;
   }
+  bool ready() { return reader_.ready(); }
 
  private:
   LineReader reader_{std::cin, kMaxLineBytes};
@@ -98,6 +99,7 @@ class FilePairs {
       pair.problem = "--tgt: " + *q;
     return true;
   }
+  bool ready() const { return true; }  // files never wait
 
  private:
   data::TextFileReader src_, tgt_;
@@ -147,7 +149,9 @@ void score_all(Source& source, const decode::Translator& tr, const cli::ParsedOp
     pairs.clear();
     Pair pair;
     size_t bytes = 0;
-    while (pairs.size() < chunk && bytes < kMaxChunkBytes && (more = source.next(pair))) {
+    // Only what is there: a slow writer gets each score before it sends the next pair.
+    while (pairs.size() < chunk && bytes < kMaxChunkBytes && (pairs.empty() || source.ready()) &&
+           (more = source.next(pair))) {
       bytes += pair.source.size() + pair.target.size();
       pairs.push_back(std::move(pair));
     }

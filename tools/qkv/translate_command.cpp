@@ -199,7 +199,10 @@ int translate(const cli::ParsedOptions& p) {
     lines.clear();
     data::Line line;
     size_t bytes = 0;
-    while (lines.size() < chunk && bytes < kMaxChunkBytes && (more = reader.next(line))) {
+    // A chunk is what is there: a slow writer (a pipe, a person) gets each line's
+    // translation before it sends the next, instead of at the end of input.
+    while (lines.size() < chunk && bytes < kMaxChunkBytes && (lines.empty() || reader.ready()) &&
+           (more = reader.next(line))) {
       bytes += line.text.size();
       lines.push_back(std::move(line));
     }
