@@ -46,7 +46,9 @@ cli::OptionSet translate_options() {
       .range(1, 1e7);
   o.add_int("n-best", std::nullopt,
             "Write the N best translations of each line, in Moses format: "
-            "`id ||| translation ||| score` (id: 0-based line index).")
+            "`id ||| translation ||| score` (id: the 0-based line index, as Moses counts; "
+            "warnings name 1-based lines). The score ranks the list: log p / length^α "
+            "(--normalize) plus the coverage penalty, so it is not `qkv score`'s raw sum.")
       .range(1, 1000)
       .metavar("N");
   o.add_int("mini-batch", 32, "Sentences decoded together.").range(1, 100000);

@@ -53,6 +53,44 @@ TEST_F(DecodeToolTest, ScoreWritesOneLinePerPair) {
       << uneven.err;
 }
 
+// Plain text piped to score by mistake is refused with the format, nothing on stdout;
+// lines before the first pair only wait for it (streaming keeps one line per line).
+TEST_F(DecodeToolTest, ScoreRefusesInputInWhichNoLineHasTheSeparator) {
+  make_model_dir("rnn", models::ModelType::Rnn, models::AttentionKind::Additive);
+  write("plain.txt", "the red dog runs\n\na small cat\n");
+  const Result r = qkv({"score", "-m", "rnn"}, "plain.txt");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_TRUE(contains(r.err, "qkv score: error: stdin: no line has ' ||| ' (2 without it)"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "`source ||| translation` pair per line")) << r.err;
+  EXPECT_TRUE(contains(r.err, "--src SRC --tgt TGT")) << r.err;
+
+  write("late.txt", "no separator\n\nthe red dog runs ||| der rote hund\n");
+  const Result late = qkv({"score", "-m", "rnn"}, "late.txt");
+  ASSERT_EQ(late.code, 0) << late.err;
+  const std::vector<std::string> out = lines_of(late.out);
+  ASSERT_EQ(out.size(), 3u) << late.out;
+  EXPECT_EQ(out[0], "");
+  EXPECT_EQ(out[1], "");
+  EXPECT_TRUE(std::regex_match(out[2], kScoreLine)) << out[2];
+  EXPECT_TRUE(contains(late.err, "warning: line 1: no ' ||| '")) << late.err;
+  EXPECT_TRUE(contains(late.err, "warning: line 2: empty line")) << late.err;
+}
+
+// Which score is which, where a user looks: score's two numbers and n-best's normalised one.
+TEST_F(DecodeToolTest, HelpSaysWhichScoreIsRawAndWhichNormalised) {
+  const Result score = qkv({"score", "--help"});
+  ASSERT_EQ(score.code, 0);
+  EXPECT_TRUE(contains(score.out, "raw")) << score.out;
+  EXPECT_TRUE(contains(score.out, "--normalize")) << score.out;
+  const Result translate = qkv({"translate", "--help"});
+  ASSERT_EQ(translate.code, 0);
+  EXPECT_TRUE(contains(translate.out, "0-based")) << translate.out;
+  EXPECT_TRUE(contains(translate.out, "1-based")) << translate.out;
+  EXPECT_TRUE(contains(translate.out, "raw sum")) << translate.out;
+}
+
 // sacreBLEU's test/test_bleu.py, _hyps and _refs (also its README's API example).
 const char* const kHyps =
     "The dog bit the man.\nIt wasn't surprising.\nThe man had just bitten him.\n";
