@@ -5,6 +5,7 @@
 #include "command.h"
 #include "decode_commands.h"
 #include "decode_support.h"
+#include "qkv/base/plural.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/cli/options.h"
 #include "qkv/decode/alignment.h"
@@ -212,8 +213,10 @@ int translate(const cli::ParsedOptions& p) {
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cerr << "translated " << job.translated << " lines";
-  if (job.skipped > 0) std::cerr << ", " << job.skipped << " skipped (empty output lines)";
+  std::cerr << "translated " << count_of(job.translated, "line");
+  if (job.skipped > 0)
+    std::cerr << ", " << job.skipped << " skipped ("
+              << (job.skipped == 1 ? "an empty output line" : "empty output lines") << ")";
   std::cerr << " in " << fixed(seconds, 2) << " s\n";
   return kExitOk;
 }

@@ -323,5 +323,27 @@ TEST_F(DecodeToolTest, ErrorsAreOneLineNamingTheFlagOrFile) {
   }
 }
 
+// `--png out.png` once created a directory named out.png: a file-like name is refused
+// (usage error, nothing created) with what the flag expects; summaries count in English.
+TEST_F(DecodeToolTest, AttendRefusesAnImageFileNameForItsDirectoryAndCountsInEnglish) {
+  make_model_dir("tf", models::ModelType::Transformer, models::AttentionKind::ScaledDot);
+  write("one.txt", "the red dog runs\n");
+  for (const char* flag : {"--png", "--svg"}) {
+    for (const char* name : {"out.png", "maps/OUT.SVG"}) {
+      const Result r = qkv({"attend", "-m", "tf", flag, name}, "one.txt");
+      EXPECT_EQ(r.code, 2) << flag << " " << name << ": " << r.err;
+      EXPECT_TRUE(contains(r.err, std::string(flag) + " " + name + ": expects a directory"))
+          << r.err;
+      EXPECT_FALSE(fs::exists(dir_ / name)) << name;
+    }
+  }
+  const Result one = qkv({"attend", "-m", "tf", "--png", "maps"}, "one.txt");
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_TRUE(fs::exists(dir_ / "maps" / "line-1.png"));
+  EXPECT_TRUE(contains(one.err, "showed the attention of 1 sentence;")) << one.err;
+  const Result tr = qkv({"translate", "-m", "tf"}, "one.txt");
+  EXPECT_TRUE(contains(tr.err, "translated 1 line in ")) << tr.err;
+}
+
 }  // namespace
 }  // namespace qkv
