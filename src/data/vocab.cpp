@@ -5,11 +5,13 @@
 
 #include <sentencepiece_processor.h>
 
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <type_traits>
 
 #include "qkv/base/error.h"
+#include "qkv/base/hash.h"
 
 namespace qkv::data {
 
@@ -154,6 +156,12 @@ int32_t Vocab::eos_id() const noexcept {
 }
 std::string Vocab::serialized() const {
   return impl_->sp.serialized_model_proto();
+}
+std::string Vocab::fingerprint() const {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(fnv1a_64(serialized())));
+  return std::string("fnv1a64:") + hex;
 }
 
 }  // namespace qkv::data

@@ -3,6 +3,7 @@
 
 #include "qkv/base/error.h"
 #include "qkv/decode/force_decode.h"
+#include "qkv/decode/vocab_stamp.h"
 
 namespace qkv::decode {
 
@@ -19,6 +20,7 @@ Translator Translator::load(const fs::path& path) {
   QKV_CHECK(vocab.size() == loaded.info.config.vocab_size, ConfigError, "the vocabulary ",
             vocab_path.string(), " has ", vocab.size(), " pieces, but the model ", file.string(),
             " was built for ", loaded.info.config.vocab_size);
+  check_vocab_stamp(loaded.info, vocab, file, vocab_path);
   loaded.model->set_training(false);
   return Translator(std::move(loaded.model), std::move(vocab), file, std::move(loaded.info));
 }

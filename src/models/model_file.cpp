@@ -19,6 +19,26 @@ std::vector<file_checks::ExpectedTensor> expected_parameters(const nn::Parameter
   return out;
 }
 
+// The vocab_* keys; all or none (a partial stamp is a damaged file: IoError naming the key).
+std::optional<VocabStamp> stamp_of(const file_checks::Metadata& m, const fs::path& path) {
+  if (m.count("vocab_fingerprint") == 0) return std::nullopt;
+  return VocabStamp{.fingerprint = m.at("vocab_fingerprint"),
+                    .size = file_checks::get_int(m, "vocab_size", path),
+                    .pad_id = file_checks::get_int(m, "vocab_pad_id", path),
+                    .unk_id = file_checks::get_int(m, "vocab_unk_id", path),
+                    .bos_id = file_checks::get_int(m, "vocab_bos_id", path),
+                    .eos_id = file_checks::get_int(m, "vocab_eos_id", path)};
+}
+
+void add_stamp(file_checks::Metadata& m, const VocabStamp& stamp) {
+  m["vocab_fingerprint"] = stamp.fingerprint;
+  m["vocab_size"] = std::to_string(stamp.size);
+  m["vocab_pad_id"] = std::to_string(stamp.pad_id);
+  m["vocab_unk_id"] = std::to_string(stamp.unk_id);
+  m["vocab_bos_id"] = std::to_string(stamp.bos_id);
+  m["vocab_eos_id"] = std::to_string(stamp.eos_id);
+}
+
 ModelFileInfo info_of(const io::SafetensorsFile& file, const fs::path& path) {
   const file_checks::Metadata& m = file.metadata;
   QKV_CHECK(m.count("config") != 0, ConfigError, path.string(),
@@ -34,6 +54,7 @@ ModelFileInfo info_of(const io::SafetensorsFile& file, const fs::path& path) {
   if (m.count("qkv_version") != 0) info.qkv_version = m.at("qkv_version");
   info.vocab_file = m.count("vocab") != 0 ? m.at("vocab") : std::string(kVocabFile);
   if (m.count("update") != 0) info.update = file_checks::get_int(m, "update", path);
+  info.vocab_stamp = stamp_of(m, path);
   return info;
 }
 
@@ -53,7 +74,7 @@ std::string qkv_version() {
 }
 
 void save_model(const Seq2Seq& model, const fs::path& path, const std::string& vocab_file,
-                int64_t update) {
+                int64_t update, const std::optional<VocabStamp>& vocab_stamp) {
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const nn::Parameter& p : model.parameters().parameters()) {
     Tensor value = p.variable.value();
@@ -62,11 +83,12 @@ void save_model(const Seq2Seq& model, const fs::path& path, const std::string& v
                               "cannot save " + path.string() + ": parameter '" + p.name + "'");
     tensors.emplace_back(p.name, value);
   }
-  const file_checks::Metadata metadata = {{"format", kModelFormat},
-                                          {"config", to_json(model.config())},
-                                          {"qkv_version", qkv_version()},
-                                          {"vocab", vocab_file},
-                                          {"update", std::to_string(update)}};
+  file_checks::Metadata metadata = {{"format", kModelFormat},
+                                    {"config", to_json(model.config())},
+                                    {"qkv_version", qkv_version()},
+                                    {"vocab", vocab_file},
+                                    {"update", std::to_string(update)}};
+  if (vocab_stamp) add_stamp(metadata, *vocab_stamp);
   io::save_safetensors(path, tensors, metadata);
 }
 

@@ -9,6 +9,7 @@
 #include "detail/trainer_state.h"
 #include "qkv/autograd/functions.h"
 #include "qkv/base/error.h"
+#include "qkv/decode/vocab_stamp.h"
 #include "qkv/io/atomic_file.h"
 #include "qkv/train/memory.h"
 
@@ -198,7 +199,8 @@ void Trainer::save_checkpoint() {
   // error says so and what to do, since the run itself cannot continue.
   try {
     save_train_state(s.options.model_dir / kTrainStateFile, s.progress, *s.model, s.adam);
-    save_model(*s.model, s.options.model_dir / kModelFile, kVocabFile, s.progress.update);
+    save_model(*s.model, s.options.model_dir / kModelFile, kVocabFile, s.progress.update,
+               decode::vocab_stamp(s.data.vocab));
   } catch (const IoError& e) {
     throw IoError(std::string(e.what()) + "; the last checkpoint in " +
                       s.options.model_dir.string() +

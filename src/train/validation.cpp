@@ -7,6 +7,7 @@
 #include "qkv/autograd/functions.h"
 #include "qkv/base/error.h"
 #include "qkv/decode/greedy.h"
+#include "qkv/decode/vocab_stamp.h"
 #include "qkv/eval/bleu.h"
 
 namespace qkv::train {
@@ -110,7 +111,8 @@ ValidationResult Trainer::validate() {
     p.best_valid_loss = result.loss;
     p.best_valid_bleu = result.bleu;
     p.stalled_validations = 0;
-    save_model(*s.model, s.options.model_dir / kBestModelFile, kVocabFile, p.update);
+    save_model(*s.model, s.options.model_dir / kBestModelFile, kVocabFile, p.update,
+               decode::vocab_stamp(s.data.vocab));
   } else {
     ++p.stalled_validations;
   }

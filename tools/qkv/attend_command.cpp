@@ -1,10 +1,13 @@
 // qkv attend: each input sentence's translation and where the decoder looked at each step,
 // as a terminal heatmap and optionally as SVG / PNG files.
+#include <algorithm>
+#include <cctype>
 #include <iostream>
 
 #include "command.h"
 #include "decode_commands.h"
 #include "decode_support.h"
+#include "qkv/base/plural.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/cli/options.h"
 #include "qkv/decode/alignment.h"
@@ -35,9 +38,13 @@ cli::OptionSet attend_options() {
       .alias('m')
       .required()
       .metavar("DIR");
-  o.add_path("svg", std::nullopt, "Write one SVG heatmap per sentence into this directory.")
+  o.add_path("svg", std::nullopt,
+             "Write one SVG heatmap per sentence into this directory (created; a name ending "
+             "in .svg or .png is refused).")
       .metavar("DIR");
-  o.add_path("png", std::nullopt, "Write one PNG heatmap per sentence into this directory.")
+  o.add_path("png", std::nullopt,
+             "Write one PNG heatmap per sentence into this directory (created; a name ending "
+             "in .svg or .png is refused).")
       .metavar("DIR");
   o.add_switch("merge-subwords",
                "Show words: source pieces of a word summed, target pieces averaged.");
@@ -107,9 +114,21 @@ std::vector<Selection> selections(const cli::ParsedOptions& p, const models::Mod
   return out;
 }
 
+// --svg/--png name directories (one file per line and head): a path that names a file
+// (`--png out.png`) is refused, instead of becoming a directory called out.png.
 void make_dir(const cli::ParsedOptions& p, const char* flag) {
   if (!p.has(flag)) return;
+  const fs::path dir = p.get<fs::path>(flag);
+  std::string ext = dir.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   std::error_code ec;
+  QKV_CHECK(fs::is_directory(dir, ec) ||
+                (ext != ".png" && ext != ".svg" && ext != ".jpg" && ext != ".jpeg"),
+            ConfigError, "--", flag, " ", dir.string(),
+            ": expects a directory, which gets one file per sentence (line-1.", flag, ", line-2.",
+            flag, ", ...); give a directory name, e.g. --", flag, " ",
+            (dir.parent_path() / dir.stem()).string());
   fs::create_directories(p.get<fs::path>(flag), ec);
   QKV_CHECK(!ec, IoError, "--", flag, " ", p.get<fs::path>(flag).string(),
             ": cannot create the directory: ", ec.message());
@@ -190,15 +209,18 @@ int attend(const cli::ParsedOptions& p) {
     const decode::SentenceResult r = tr.translate(text, search)[0];
     if (const auto problem = skip_message(p, c, line, r)) {
       warn_line("attend", line.number, *problem, "skipped");
-      std::cout << "\n";
+      std::cout << "\n" << std::flush;
       continue;
     }
     show_attention(p, tr, shown, line, r);
     ++shown_lines;
+    // Each sentence's heatmap as soon as it is drawn (a pipe's stdout is block-buffered).
+    std::cout.flush();
+    QKV_CHECK(std::cout.good(), IoError, "writing to stdout failed");
   }
   std::cout.flush();
   QKV_CHECK(std::cout.good(), IoError, "writing to stdout failed");
-  std::cerr << "showed the attention of " << shown_lines << " sentences";
+  std::cerr << "showed the attention of " << count_of(shown_lines, "sentence");
   if (p.has("svg")) std::cerr << "; SVG files in " << p.get<fs::path>("svg").string();
   if (p.has("png")) std::cerr << "; PNG files in " << p.get<fs::path>("png").string();
   std::cerr << "\n";

@@ -1,5 +1,8 @@
 #include "decode_support.h"
 
+#include <poll.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -30,27 +33,66 @@ decode::Translator load_translator(const fs::path& path) {
 }
 
 LineReader::LineReader(std::istream& in, int64_t max_line_bytes)
-    : in_(in), max_line_bytes_(max_line_bytes), buffer_(size_t{1} << 16) {}
+    : in_(in),
+      from_stdin_(&in == &std::cin),
+      max_line_bytes_(max_line_bytes),
+      buffer_(size_t{1} << 16) {}
+
+// Up to `size` bytes into `into`, 0 at the end. stdin: one read(2) of fd 0, which returns
+// what a pipe holds; std::cin's istream::read would wait until 64 KiB or the end arrived.
+size_t LineReader::read_some(char* into, size_t size) {
+  if (!from_stdin_) {
+    in_.read(into, std::streamsize(size));
+    QKV_CHECK(!in_.bad(), IoError, "reading the input (stdin) failed");
+    return size_t(in_.gcount());
+  }
+  ssize_t n = 0;
+  do n = ::read(STDIN_FILENO, into, size);
+  while (n < 0 && errno == EINTR);
+  // EISDIR when stdin is a directory, EIO: an error, not an empty input.
+  QKV_CHECK(n >= 0, IoError, "reading stdin failed: ", std::strerror(errno),
+            "; redirect a text file to it: qkv ... < FILE");
+  return size_t(n);
+}
 
 bool LineReader::fill() {
-  if (in_.eof()) return false;
-  errno = 0;
-  in_.read(buffer_.data(), std::streamsize(buffer_.size()));
-  const int err = errno;
-  QKV_CHECK(!in_.bad(), IoError, "reading the input (stdin) failed");
-  // std::cin reads through C's stdin, which keeps a failed read (EISDIR when stdin is a
-  // directory, EIO) in its error flag; the stream only sees an end of input.
-  QKV_CHECK(&in_ != &std::cin || !std::ferror(stdin), IoError,
-            "reading stdin failed: ", err != 0 ? std::strerror(err) : "read error",
-            "; redirect a text file to it: qkv ... < FILE");
+  if (at_end_) return false;
   begin_ = 0;
-  end_ = size_t(in_.gcount());
+  end_ = read_some(buffer_.data(), buffer_.size());
+  at_end_ = end_ == 0;
   // Binary data would come out as one empty line per stray '\n'; name it instead.
   QKV_CHECK(!first_chunk_ || end_ < 2 || buffer_[0] != '\x1f' || buffer_[1] != '\x8b', IoError,
             "stdin is gzip-compressed data, not text; decompress it first, e.g. "
             "zcat FILE.gz | qkv ...");
   first_chunk_ = false;
   return end_ > 0;
+}
+
+bool LineReader::append_some() {
+  std::copy(buffer_.begin() + ptrdiff_t(begin_), buffer_.begin() + ptrdiff_t(end_),
+            buffer_.begin());
+  end_ -= begin_;
+  begin_ = 0;
+  if (end_ == buffer_.size()) return false;
+  const size_t n = read_some(buffer_.data() + end_, buffer_.size() - end_);
+  at_end_ = n == 0;
+  end_ += n;
+  return true;
+}
+
+bool LineReader::ready() {
+  for (;;) {
+    const char* start = buffer_.data() + begin_;
+    const char* stop = buffer_.data() + end_;
+    if (at_end_ || !from_stdin_ || std::find(start, stop, '\n') != stop) return true;
+    // POLLIN, POLLHUP (the writer closed: read returns 0) or POLLERR: read(2) won't wait.
+    pollfd fd{STDIN_FILENO, POLLIN, 0};
+    if (::poll(&fd, 1, 0) <= 0) return false;
+    // Take in what arrived: if it is half a line, the lines before it are translated now
+    // rather than after the writer finishes that line. A full buffer without a line break
+    // is a line longer than 64 KiB: next() reads it on (such lines are not typed by hand).
+    if (!append_some()) return true;
+  }
 }
 
 bool LineReader::next(data::Line& line) {

@@ -28,18 +28,33 @@ decode::Translator load_translator(const std::filesystem::path& path);
 // a trailing '\r' and a leading BOM are removed; a line over max_line_bytes is consumed
 // but not kept (TooLong); a line with invalid UTF-8 or control characters is Invalid,
 // with the problem described. Never throws for a line's content; IoError if the stream
-// fails (for std::cin also a failed read of C's stdin, e.g. stdin is a directory) or
+// fails (for std::cin also a failed read(2), e.g. stdin is a directory) or
 // starts with the gzip magic bytes (compressed data has no lines to keep in step with).
+//
+// std::cin is read through its file descriptor with read(2), which returns what a pipe
+// holds instead of waiting for a full buffer: a line is had as soon as it arrives, and
+// ready() says whether the next one can be had without waiting, so a command batches what
+// is there and answers a slow writer line by line (streaming, issue 18).
 class LineReader {
  public:
   explicit LineReader(std::istream& in, int64_t max_line_bytes = int64_t{1} << 20);
-  // False at the end of the stream.
+  // False at the end of the stream. Waits only for the line it returns.
   bool next(data::Line& line);
+  // Whether next() would return without waiting for input: a whole line (or the end) is
+  // buffered, after taking in what stdin holds without waiting. Always true for other
+  // streams (in memory or files: they never wait).
+  bool ready();
 
  private:
   bool fill();
+  // Moves the unread bytes to the front and reads more after them; false if the buffer
+  // is full (nothing read).
+  bool append_some();
+  size_t read_some(char* into, size_t size);
 
   std::istream& in_;
+  bool from_stdin_;
+  bool at_end_ = false;
   int64_t max_line_bytes_;
   std::vector<char> buffer_;
   size_t begin_ = 0, end_ = 0;

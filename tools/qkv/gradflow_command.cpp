@@ -8,6 +8,7 @@
 #include "command.h"
 #include "decode_support.h"
 #include "experiment_commands.h"
+#include "qkv/base/plural.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/cli/options.h"
 #include "qkv/data/parallel_corpus.h"
@@ -103,8 +104,9 @@ experiment::GradientSeries measure(const std::string& path, const data::Parallel
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   experiment::GradientSeries s{model_name(model.config(), init),
                                experiment::profile_by_position(norms)};
-  std::cerr << "gradflow: " << path << " (" << s.name << "): " << pairs.source.size()
-            << " sentences, " << skipped << " skipped, " << fixed(seconds, 1) << " s\n";
+  std::cerr << "gradflow: " << path << " (" << s.name
+            << "): " << count_of(int64_t(pairs.source.size()), "sentence") << ", " << skipped
+            << " skipped, " << fixed(seconds, 1) << " s\n";
   return s;
 }
 

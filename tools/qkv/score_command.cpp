@@ -55,22 +55,38 @@ class StdinPairs {
     data::Line line;
     if (!reader_.next(line)) return false;
     pair = Pair{line.number, {}, {}, std::nullopt};
-    if (line.status != data::LineStatus::Ok) {
+    // Unreadable or blank: said as such (an empty line is no evidence of a wrong format).
+    if (line.status != data::LineStatus::Ok || data::is_blank(line.text)) {
       pair.problem = line_problem(line, kMaxLineBytes);
       return true;
     }
     const size_t bar = line.text.find("|||");
     if (bar == std::string::npos) {
       pair.problem = "no ' ||| ' between the source and the translation";
+      ++without_separator_;
       return true;
     }
+    seen_separator_ = true;
     pair.source = trim(line.text.substr(0, bar));
     pair.target = trim(line.text.substr(bar + 3));
     return true;
   }
+  bool ready() { return reader_.ready(); }
+  // Whether a line so far had the separator: until then, the input may not be pairs.
+  bool format_seen() const { return seen_separator_; }
+  // At the end of input: refuses stdin in which no line had ` ||| ` (plain text piped in
+  // by mistake): every line would be an empty output line and a warning, with exit 0.
+  void check_format() const {
+    QKV_CHECK(seen_separator_ || without_separator_ == 0, ValueError,
+              "stdin: no line has ' ||| ' (", without_separator_,
+              " without it): qkv score reads one `source ||| translation` pair per line, e.g. "
+              "paste SRC TGT | sed 's/\t/ ||| /' | qkv score -m DIR; or pass --src SRC --tgt TGT");
+  }
 
  private:
   LineReader reader_{std::cin, kMaxLineBytes};
+  bool seen_separator_ = false;
+  int64_t without_separator_ = 0;
 };
 
 // --src and --tgt read in lockstep; unequal line counts are an error naming both files.
@@ -98,6 +114,9 @@ class FilePairs {
       pair.problem = "--tgt: " + *q;
     return true;
   }
+  bool ready() const { return true; }  // files never wait
+  bool format_seen() const { return true; }
+  void check_format() const {}
 
  private:
   data::TextFileReader src_, tgt_;
@@ -142,17 +161,28 @@ void score_all(Source& source, const decode::Translator& tr, const cli::ParsedOp
   // Also capped in bytes (pairs of up to 1 MiB a side), so a large input is never held
   // whole.
   constexpr size_t kMaxChunkBytes = size_t{64} << 20;
-  std::vector<Pair> pairs;
+  std::vector<Pair> pairs, held;
   for (bool more = true; more;) {
     pairs.clear();
     Pair pair;
     size_t bytes = 0;
-    while (pairs.size() < chunk && bytes < kMaxChunkBytes && (more = source.next(pair))) {
+    // Only what is there: a slow writer gets each score before it sends the next pair.
+    while (pairs.size() < chunk && bytes < kMaxChunkBytes && (pairs.empty() || source.ready()) &&
+           (more = source.next(pair))) {
       bytes += pair.source.size() + pair.target.size();
       pairs.push_back(std::move(pair));
     }
-    if (!pairs.empty()) score_chunk(pairs, tr, p);
+    if (pairs.empty()) continue;
+    // Lines before the first with ` ||| ` wait (unscored: they have no pair), so input
+    // in the wrong format is refused with nothing written rather than as empty lines.
+    held.insert(held.end(), std::make_move_iterator(pairs.begin()),
+                std::make_move_iterator(pairs.end()));
+    if (!source.format_seen()) continue;
+    score_chunk(held, tr, p);
+    held.clear();
   }
+  source.check_format();
+  if (!held.empty()) score_chunk(held, tr, p);  // only unusable lines: empty lines, warned
 }
 
 int score(const cli::ParsedOptions& p) {
@@ -182,8 +212,11 @@ int score_main(int argc, const char* const* argv) {
           "qkv", "score",
           "Scores translations with a model (forced decoding): for each `source ||| "
           "translation` line of stdin (or each line pair of --src/--tgt) writes the "
-          "log-probability of the translation, summed and per token (EOS counted). A pair "
-          "that cannot be scored gives an empty line and a warning.");
+          "log-probability of the translation as two numbers, `<sum> <sum / tokens>`: the raw "
+          "sum of the token log-probabilities and that sum divided by the target tokens "
+          "(EOS counted). Neither is `translate --n-best`'s score, which divides by "
+          "length^α (--normalize). A pair that cannot be scored gives an empty line and a "
+          "warning (line numbers 1-based); input in which no line has ` ||| ` is refused.");
       return kExitOk;
     }
     return score(p);

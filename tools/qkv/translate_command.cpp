@@ -5,6 +5,7 @@
 #include "command.h"
 #include "decode_commands.h"
 #include "decode_support.h"
+#include "qkv/base/plural.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/cli/options.h"
 #include "qkv/decode/alignment.h"
@@ -46,7 +47,9 @@ cli::OptionSet translate_options() {
       .range(1, 1e7);
   o.add_int("n-best", std::nullopt,
             "Write the N best translations of each line, in Moses format: "
-            "`id ||| translation ||| score` (id: 0-based line index).")
+            "`id ||| translation ||| score` (id: the 0-based line index, as Moses counts; "
+            "warnings name 1-based lines). The score ranks the list: log p / length^α "
+            "(--normalize) plus the coverage penalty, so it is not `qkv score`'s raw sum.")
       .range(1, 1000)
       .metavar("N");
   o.add_int("mini-batch", 32, "Sentences decoded together.").range(1, 100000);
@@ -199,7 +202,10 @@ int translate(const cli::ParsedOptions& p) {
     lines.clear();
     data::Line line;
     size_t bytes = 0;
-    while (lines.size() < chunk && bytes < kMaxChunkBytes && (more = reader.next(line))) {
+    // A chunk is what is there: a slow writer (a pipe, a person) gets each line's
+    // translation before it sends the next, instead of at the end of input.
+    while (lines.size() < chunk && bytes < kMaxChunkBytes && (lines.empty() || reader.ready()) &&
+           (more = reader.next(line))) {
       bytes += line.text.size();
       lines.push_back(std::move(line));
     }
@@ -207,8 +213,10 @@ int translate(const cli::ParsedOptions& p) {
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cerr << "translated " << job.translated << " lines";
-  if (job.skipped > 0) std::cerr << ", " << job.skipped << " skipped (empty output lines)";
+  std::cerr << "translated " << count_of(job.translated, "line");
+  if (job.skipped > 0)
+    std::cerr << ", " << job.skipped << " skipped ("
+              << (job.skipped == 1 ? "an empty output line" : "empty output lines") << ")";
   std::cerr << " in " << fixed(seconds, 2) << " s\n";
   return kExitOk;
 }

@@ -147,6 +147,19 @@ TEST_F(VocabTest, SerializedBytesLoadToTheSameVocabulary) {
   EXPECT_EQ(w.encode("the man runs."), v.encode("the man runs."));
 }
 
+// The fingerprint is of the file's bytes: the same vocabulary loaded twice agrees, another
+// one of the same size does not.
+TEST_F(VocabTest, FingerprintIdentifiesTheModelBytes) {
+  const Vocab v = Vocab::load(*model_);
+  EXPECT_EQ(v.fingerprint(), Vocab::from_serialized(v.serialized(), "copy").fingerprint());
+  EXPECT_EQ(v.fingerprint().size(), std::string("fnv1a64:").size() + 16);
+  const auto dir = test_dir();
+  train_vocab({*src_, *tgt_}, kVocabSize, dir / "other.model", {.seed = 9, .max_sentences = 200});
+  const Vocab other = Vocab::load(dir / "other.model");
+  ASSERT_EQ(other.size(), v.size());
+  EXPECT_NE(other.fingerprint(), v.fingerprint());
+}
+
 TEST_F(VocabTest, SameSeedGivesTheSameModelBytes) {
   const auto dir = test_dir();
   train_vocab({*src_, *tgt_}, kVocabSize, dir / "again.model");

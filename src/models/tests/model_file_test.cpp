@@ -48,6 +48,23 @@ TEST_F(ModelFileTest, SavedModelsLoadBackBitExactlyWithTheirMetadata) {
   }
 }
 
+// The vocabulary's stamp round-trips; a file saved without one (as before stamps) reads
+// as nullopt, so old model files still load.
+TEST_F(ModelFileTest, TheVocabularyStampRoundTripsAndIsOptional) {
+  const std::unique_ptr<Seq2Seq> model = make_model(testing::tiny_transformer(), 1);
+  const VocabStamp stamp{.fingerprint = "fnv1a64:00000000deadbeef",
+                         .size = model->config().vocab_size,
+                         .pad_id = 0,
+                         .unk_id = 1,
+                         .bos_id = 2,
+                         .eos_id = 3};
+  save_model(*model, dir_ / kModelFile, kVocabFile, 3, stamp);
+  EXPECT_EQ(read_model_info(dir_ / kModelFile).vocab_stamp, stamp);
+  EXPECT_EQ(load_model(dir_ / kModelFile).info.vocab_stamp, stamp);
+  save_model(*model, dir_ / kModelFile);
+  EXPECT_EQ(read_model_info(dir_ / kModelFile).vocab_stamp, std::nullopt);
+}
+
 TEST_F(ModelFileTest, PathsResolveToTheModelFile) {
   const std::unique_ptr<Seq2Seq> model = make_model(testing::tiny_transformer(), 1);
   EXPECT_EQ(model_path_kind(dir_), ModelPathKind::DirectoryWithoutModel);

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "qkv/data/vocab.h"
+#include "qkv/decode/vocab_stamp.h"
 #include "qkv/models/seq2seq.h"
 #include "qkv/train/checkpoint.h"
 
@@ -92,7 +93,9 @@ void DecodeToolTest::make_model_dir(const std::string& name, models::ModelType t
   const auto model = models::make_model(c, 5);
   fs::create_directories(dir_ / name);
   fs::copy_file(dir_ / "vocab.spm", dir_ / name / train::kVocabFile);
-  train::save_model(*model, dir_ / name / train::kModelFile);
+  // Stamped with its vocabulary, as `qkv train` writes model files.
+  train::save_model(*model, dir_ / name / train::kModelFile, train::kVocabFile, 0,
+                    decode::vocab_stamp(data::Vocab::load(dir_ / "vocab.spm")));
 }
 
 Result DecodeToolTest::qkv(const std::vector<std::string>& args, const std::string& stdin_file) {

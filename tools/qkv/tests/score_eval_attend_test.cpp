@@ -53,6 +53,44 @@ TEST_F(DecodeToolTest, ScoreWritesOneLinePerPair) {
       << uneven.err;
 }
 
+// Plain text piped to score by mistake is refused with the format, nothing on stdout;
+// lines before the first pair only wait for it (streaming keeps one line per line).
+TEST_F(DecodeToolTest, ScoreRefusesInputInWhichNoLineHasTheSeparator) {
+  make_model_dir("rnn", models::ModelType::Rnn, models::AttentionKind::Additive);
+  write("plain.txt", "the red dog runs\n\na small cat\n");
+  const Result r = qkv({"score", "-m", "rnn"}, "plain.txt");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_TRUE(contains(r.err, "qkv score: error: stdin: no line has ' ||| ' (2 without it)"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "`source ||| translation` pair per line")) << r.err;
+  EXPECT_TRUE(contains(r.err, "--src SRC --tgt TGT")) << r.err;
+
+  write("late.txt", "no separator\n\nthe red dog runs ||| der rote hund\n");
+  const Result late = qkv({"score", "-m", "rnn"}, "late.txt");
+  ASSERT_EQ(late.code, 0) << late.err;
+  const std::vector<std::string> out = lines_of(late.out);
+  ASSERT_EQ(out.size(), 3u) << late.out;
+  EXPECT_EQ(out[0], "");
+  EXPECT_EQ(out[1], "");
+  EXPECT_TRUE(std::regex_match(out[2], kScoreLine)) << out[2];
+  EXPECT_TRUE(contains(late.err, "warning: line 1: no ' ||| '")) << late.err;
+  EXPECT_TRUE(contains(late.err, "warning: line 2: empty line")) << late.err;
+}
+
+// Which score is which, where a user looks: score's two numbers and n-best's normalised one.
+TEST_F(DecodeToolTest, HelpSaysWhichScoreIsRawAndWhichNormalised) {
+  const Result score = qkv({"score", "--help"});
+  ASSERT_EQ(score.code, 0);
+  EXPECT_TRUE(contains(score.out, "raw")) << score.out;
+  EXPECT_TRUE(contains(score.out, "--normalize")) << score.out;
+  const Result translate = qkv({"translate", "--help"});
+  ASSERT_EQ(translate.code, 0);
+  EXPECT_TRUE(contains(translate.out, "0-based")) << translate.out;
+  EXPECT_TRUE(contains(translate.out, "1-based")) << translate.out;
+  EXPECT_TRUE(contains(translate.out, "raw sum")) << translate.out;
+}
+
 // sacreBLEU's test/test_bleu.py, _hyps and _refs (also its README's API example).
 const char* const kHyps =
     "The dog bit the man.\nIt wasn't surprising.\nThe man had just bitten him.\n";
@@ -283,6 +321,28 @@ TEST_F(DecodeToolTest, ErrorsAreOneLineNamingTheFlagOrFile) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
     EXPECT_EQ(r.out, "") << c.expected;
   }
+}
+
+// `--png out.png` once created a directory named out.png: a file-like name is refused
+// (usage error, nothing created) with what the flag expects; summaries count in English.
+TEST_F(DecodeToolTest, AttendRefusesAnImageFileNameForItsDirectoryAndCountsInEnglish) {
+  make_model_dir("tf", models::ModelType::Transformer, models::AttentionKind::ScaledDot);
+  write("one.txt", "the red dog runs\n");
+  for (const char* flag : {"--png", "--svg"}) {
+    for (const char* name : {"out.png", "maps/OUT.SVG"}) {
+      const Result r = qkv({"attend", "-m", "tf", flag, name}, "one.txt");
+      EXPECT_EQ(r.code, 2) << flag << " " << name << ": " << r.err;
+      EXPECT_TRUE(contains(r.err, std::string(flag) + " " + name + ": expects a directory"))
+          << r.err;
+      EXPECT_FALSE(fs::exists(dir_ / name)) << name;
+    }
+  }
+  const Result one = qkv({"attend", "-m", "tf", "--png", "maps"}, "one.txt");
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_TRUE(fs::exists(dir_ / "maps" / "line-1.png"));
+  EXPECT_TRUE(contains(one.err, "showed the attention of 1 sentence;")) << one.err;
+  const Result tr = qkv({"translate", "-m", "tf"}, "one.txt");
+  EXPECT_TRUE(contains(tr.err, "translated 1 line in ")) << tr.err;
 }
 
 }  // namespace

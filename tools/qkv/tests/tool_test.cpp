@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "qkv/base/rng.h"
+#include "qkv/data/vocab.h"
 #include "qkv/train/checkpoint.h"
 
 namespace qkv {
@@ -127,6 +128,14 @@ TEST_F(ToolTest, VocabThenTrainWritesAModelDirectoryThatLoads) {
   EXPECT_EQ(m.info.config.dim_emb, 16);
   EXPECT_EQ(m.info.config.vocab_size, 40);
   EXPECT_EQ(slurp(dir_ / "model" / "vocab.spm"), slurp(dir_ / "joint.spm"));
+  // Both model files record the vocabulary they were trained with.
+  const std::string fingerprint = data::Vocab::load(dir_ / "joint.spm").fingerprint();
+  for (const char* f : {"model.safetensors", "model.best.safetensors"}) {
+    const auto stamp = train::read_model_info(dir_ / "model" / f).vocab_stamp;
+    ASSERT_TRUE(stamp.has_value()) << f;
+    EXPECT_EQ(stamp->fingerprint, fingerprint) << f;
+    EXPECT_EQ(stamp->size, 40) << f;
+  }
 }
 
 TEST_F(ToolTest, TrainTrainsAVocabularyWhenNoneIsGivenAndResumes) {

@@ -99,6 +99,9 @@ class Vocab {
   int32_t eos_id() const noexcept;
   // The .model file's bytes.
   std::string serialized() const;
+  // "fnv1a64:<16 hex digits>" of serialized(): which vocabulary this is, as a model file
+  // records it (two vocabularies of one size and special ids still differ here).
+  std::string fingerprint() const;
 
  private:
   struct Impl;

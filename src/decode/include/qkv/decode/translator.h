@@ -131,7 +131,8 @@ class Translator {
   // `path`: a model directory (its model.safetensors) or a model file; the vocabulary is
   // the one the file names, beside it. IoError naming the path when there is no model or
   // vocabulary there, models::load_model's errors; ConfigError when the vocabulary's size
-  // differs from the model's.
+  // differs from the model's; IoError when it is not the vocabulary the model file records
+  // (check_vocab_stamp in vocab_stamp.h: a note on stderr for files that record none).
   static Translator load(const std::filesystem::path& path);
 
   std::vector<SentenceResult> translate(std::span<const std::string> sentences,

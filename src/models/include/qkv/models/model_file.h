@@ -2,7 +2,9 @@
 //
 //   DIR/model.safetensors        every parameter by name, float32; metadata: the ModelConfig
 //                                as JSON ("config"), the qkv version, the vocabulary file
-//                                name, the update it was saved at. Loads on its own
+//                                name and its VocabStamp ("vocab_fingerprint",
+//                                "vocab_size", "vocab_{pad,unk,bos,eos}_id"), the update
+//                                it was saved at. Loads on its own
 //                                (translation) and from Python (safetensors, numpy).
 //   DIR/model.best.safetensors   the same, for the best validation score so far.
 //   DIR/vocab.spm                the SentencePiece model the ids refer to.
@@ -27,6 +29,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "qkv/models/seq2seq.h"
@@ -40,20 +43,34 @@ inline constexpr const char* kVocabFile = "vocab.spm";
 // "0.1.0": the version written into every file.
 std::string qkv_version();
 
+// Which vocabulary a model was trained with. The size alone is not enough: a vocab.spm
+// replaced by another of the same size loads and translates into garbage. The loader
+// that has the vocabulary compares (decode/vocab_stamp.h); models never read it.
+struct VocabStamp {
+  std::string fingerprint;  // data::Vocab::fingerprint(), e.g. "fnv1a64:0123456789abcdef"
+  int64_t size = 0;
+  int64_t pad_id = 0, unk_id = 0, bos_id = 0, eos_id = 0;
+  bool operator==(const VocabStamp&) const = default;
+};
+
 // What a model file says about itself besides its tensors.
 struct ModelFileInfo {
   ModelConfig config;
   std::string qkv_version;
   std::string vocab_file;  // relative to the model file's directory
   int64_t update = 0;      // training update it was saved at (0: not from training)
+  // nullopt: a file written before stamps (qkv 0.1.0 before this field) or elsewhere.
+  std::optional<VocabStamp> vocab_stamp;
 };
 
 // Writes every parameter of `model` (each once; tied names are stored under the name
 // that owns them) to `path` as float32, with the metadata above (the config is taken from
-// the model). ValueError naming the parameter and element if any value is NaN/Inf, and
-// then nothing is written; IoError if writing fails (the previous file stays).
+// the model; the vocabulary's stamp when given: training always gives it). ValueError
+// naming the parameter and element if any value is NaN/Inf, and then nothing is written;
+// IoError if writing fails (the previous file stays).
 void save_model(const Seq2Seq& model, const std::filesystem::path& path,
-                const std::string& vocab_file = kVocabFile, int64_t update = 0);
+                const std::string& vocab_file = kVocabFile, int64_t update = 0,
+                const std::optional<VocabStamp>& vocab_stamp = std::nullopt);
 
 // The metadata of a model file, its config validated (ConfigError naming the file).
 ModelFileInfo read_model_info(const std::filesystem::path& path);
