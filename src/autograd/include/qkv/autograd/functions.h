@@ -60,6 +60,14 @@ Variable embedding(const Variable& table, const Tensor& ids);
 // logits [..., V], targets [...] (class ids as floats; a constant) -> [] mean loss.
 Variable cross_entropy(const Variable& logits, const Tensor& targets,
                        const ops::CrossEntropyOptions& options = {});
+// hidden [..., E], weight [V, E], bias [V] (undefined: none), targets [...] (a constant)
+// -> [] the mean loss of cross_entropy(hidden Wᵀ + b, targets), in row chunks so that
+// the [..., V] logits and their gradient never exist whole (ops/linear_cross_entropy.h).
+// The training loss of the models; the composed path stays the oracle. chunk_rows 0 is
+// the default chunk (tests pass small ones to cross chunk boundaries).
+Variable linear_cross_entropy(const Variable& hidden, const Variable& weight, const Variable& bias,
+                              const Tensor& targets, const ops::CrossEntropyOptions& options = {},
+                              int64_t chunk_rows = 0);
 // x [...] -> [...] with inverted dropout (mask regenerated in backward from the options).
 Variable dropout(const Variable& x, const ops::DropoutOptions& options);
 // Fused attention softmax(scale · q kᵀ, masked) v (see ops::flash_attention for shapes,
