@@ -246,6 +246,15 @@ std::map<std::string, std::vector<GradCase>> build_table() {
   t["embedding"] = embedding_cases();
   t["cross_entropy"] = cross_entropy_cases();
   t["linear_cross_entropy"] = linear_cross_entropy_cases();
+  t["stacked_linear"] = {
+      {"[4, 3] x {[2, 3], [3, 3]} + biases",
+       {{4, 3}, {2, 3}, {3, 3}, {2}, {3}},
+       [](const Vars& v) {
+         return project(stacked_linear(v[0], {v[1], v[2]}, {v[3], v[4]}));
+       }},
+      {"[5, 2] x three [2, 2], no bias", {{5, 2}, {2, 2}, {2, 2}, {2, 2}}, [](const Vars& v) {
+         return project(stacked_linear(v[0], {v[1], v[2], v[3]}));
+       }}};
   t["scaled_dot_attention"] = attention_cases();
   t["additive_scores"] = {
       {"[2, 3, 4] x [2, 5, 4], A 4",

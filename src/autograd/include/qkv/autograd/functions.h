@@ -24,6 +24,14 @@ Variable matmul(const Variable& a, const Variable& b, const ops::MatmulOptions& 
 Variable add(const Variable& a, const Variable& b);
 Variable sub(const Variable& a, const Variable& b);
 Variable mul(const Variable& a, const Variable& b);
+// x [N, E], weights {W_i [O_i, E]}, biases {b_i [O_i]} (one per weight, or none) ->
+// [N, Σ O_i] = x [W_0; W_1; …]ᵀ + [b_0; b_1; …]: several projections of one input as ONE
+// GEMM (self-attention's Q, K, V). Weights lying back to back in memory (a parameter
+// arena that registers them in a row) are used in place as the stacked matrix; others
+// are copied into one per call. Backward: one GEMM for dx, one for the stacked dW whose
+// row blocks add into each weight's gradient. Errors as matmul's / add_bias's.
+Variable stacked_linear(const Variable& x, const std::vector<Variable>& weights,
+                        const std::vector<Variable>& biases = {});
 // x [...] -> s · x.
 Variable scale(const Variable& x, double s);
 // x [..., C], bias [C] -> x + bias.
