@@ -47,6 +47,24 @@ TEST_P(TrainingLoss, FusedEqualsComposedWithTheSameDropoutMasks) {
   EXPECT_LT(worst, 1e-12);
 }
 
+// Validation evaluates the fused loss without gradients (no tape, no gradient buffers).
+TEST_P(TrainingLoss, WithoutGradModeFusedEqualsComposedAndRecordsNothing) {
+  const std::unique_ptr<Seq2Seq> model = make_model(GetParam().config, 6, DType::F64);
+  model->set_training(false);
+  const Batch b = sample_batch();
+  const autograd::NoGradGuard no_grad;
+  const ops::CrossEntropyOptions o{.ignore_index = 0};
+  const Tensor fused =
+      model->forward_train_loss(b.src, b.src_lengths, b.tgt_in, b.tgt_lengths, b.tgt_out, o)
+          .value();
+  const Tensor composed =
+      autograd::cross_entropy(model->forward_train(b.src, b.src_lengths, b.tgt_in, b.tgt_lengths),
+                              b.tgt_out, o)
+          .value();
+  EXPECT_EQ(autograd::tape_size(), 0u);
+  EXPECT_NEAR(fused.data<double>()[0], composed.data<double>()[0], 1e-12);
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, TrainingLoss, ::testing::ValuesIn(all_variants()),
                          [](const auto& p) { return p.param.name; });
 
