@@ -1,8 +1,10 @@
 // Multi-head attention as projections around the composed scaled-dot attend().
 #include "qkv/attention/multi_head.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string_view>
+#include <vector>
 
 #include "detail/mask.h"
 #include "qkv/autograd/functions.h"
@@ -60,6 +62,34 @@ Variable project(const Variable& x, const Variable& w, const Variable& b, int64_
   if (b.defined()) y = autograd::add_bias(y, b);
   const Variable bthd = autograd::reshape(y, {s[0], s[1], heads, dh});
   return autograd::reshape(autograd::transpose(bthd, 1, 2), {s[0], heads, s[1], dh});
+}
+
+// x [B, T, E] -> the projections by weights {W_i} (and biases {b_i}, all or none) as ONE
+// GEMM over the stacked weights (autograd::stacked_linear: in place when the weights lie
+// back to back, as make_multi_head registers them), each split into heads [B, H, T, Dh].
+// The same values as project() per weight, up to the GEMM's summation order.
+std::vector<Variable> project_stacked(const Variable& x, const std::vector<Variable>& weights,
+                                      const std::vector<Variable>& biases, int64_t heads) {
+  const Shape& s = x.value().shape();
+  const int64_t e = s[2], dh = e / heads, n = int64_t(weights.size());
+  const Variable y = autograd::stacked_linear(autograd::reshape(x, {s[0] * s[1], e}), weights,
+                                              biases);  // [B*T, n*E]
+  const Variable parts = autograd::reshape(y, {s[0], s[1], n, heads, dh});
+  std::vector<Variable> out;
+  for (int64_t i = 0; i < n; ++i) {
+    const Variable bthd = autograd::select(parts, 2, i);  // [B, T, H, Dh]
+    out.push_back(autograd::reshape(autograd::transpose(bthd, 1, 2), {s[0], heads, s[1], dh}));
+  }
+  return out;
+}
+
+// Whether every / no bias is defined (stacked_linear takes all or none; a layer with
+// only some biases keeps the per-weight path).
+bool all_defined(const std::vector<Variable>& v) {
+  return std::all_of(v.begin(), v.end(), [](const Variable& b) { return b.defined(); });
+}
+bool none_defined(const std::vector<Variable>& v) {
+  return std::none_of(v.begin(), v.end(), [](const Variable& b) { return b.defined(); });
 }
 
 // heads [B, H, T, Dh] with H and Dh as the layer's, else ShapeError naming them.
@@ -164,24 +194,30 @@ Variable MultiHeadAttention::project_values(const Variable& x) const {
   return project(x, params_.wv, params_.bv, heads_);
 }
 
-// Values, keys, then queries: the order in which the Transformer recorded them before
-// this class replaced its own block (GCC evaluated its call arguments right to left).
-// Gradients then accumulate into x in the same order, so training stays bitwise equal:
-// a 30-update run wrote a byte-identical model.safetensors before and after the change.
+// One GEMM for Q, K and V (issue 13): [B*T, E] x [E, 3E] instead of three [E, E]
+// products; in backward one GEMM for dx and one for the stacked dW. The per-weight path
+// stays for layers whose biases are mixed (some defined, some not).
 QueryKeyValueHeads MultiHeadAttention::project_self(const Variable& x) const {
-  QueryKeyValueHeads heads;
-  heads.values = project_values(x);
-  heads.keys = project_keys(x);
-  heads.queries = project_queries(x);
-  return heads;
+  check_input("query", x, params_.wq.value());
+  const MultiHeadParams& p = params_;
+  const std::vector<Variable> biases{p.bq, p.bk, p.bv};
+  if (!all_defined(biases) && !none_defined(biases))
+    return {project_queries(x), project_keys(x), project_values(x)};
+  const std::vector<Variable> h = project_stacked(
+      x, {p.wq, p.wk, p.wv}, all_defined(biases) ? biases : std::vector<Variable>{}, heads_);
+  return {h[0], h[1], h[2]};
 }
 
-// Values before keys, as project_self.
+// Keys and values of one memory as one GEMM, as project_self.
 KeyValueHeads MultiHeadAttention::project_key_values(const Variable& memory) const {
-  KeyValueHeads heads;
-  heads.values = project_values(memory);
-  heads.keys = project_keys(memory);
-  return heads;
+  check_input("key", memory, params_.wq.value());
+  const MultiHeadParams& p = params_;
+  const std::vector<Variable> biases{p.bk, p.bv};
+  if (!all_defined(biases) && !none_defined(biases))
+    return {project_keys(memory), project_values(memory)};
+  const std::vector<Variable> h = project_stacked(
+      memory, {p.wk, p.wv}, all_defined(biases) ? biases : std::vector<Variable>{}, heads_);
+  return {h[0], h[1]};
 }
 
 MultiHeadOutput MultiHeadAttention::attend_heads(const Variable& queries, const Variable& keys,
@@ -223,7 +259,16 @@ MultiHeadOutput MultiHeadAttention::forward(const Variable& query, const Variabl
   QKV_CHECK(q.dim(0) == k.dim(0) && k.dim(0) == v.dim(0) && k.dim(1) == v.dim(1), ShapeError,
             "MultiHeadAttention: expected query [B, Tq, E], key and value [B, Tk, E], got ",
             describe(q), ", ", describe(k), ", ", describe(v));
-  // Values, keys, queries: the order earlier releases recorded them in (see project_self).
+  // One input for several roles: the stacked GEMM of the steps a decoder calls, so that
+  // forward stays bitwise those steps.
+  if (query.same_as(key) && key.same_as(value)) {
+    const QueryKeyValueHeads h = project_self(query);
+    return attend_heads(h.queries, h.keys, h.values, mask, options);
+  }
+  if (key.same_as(value)) {
+    const KeyValueHeads kv = project_key_values(key);
+    return attend_heads(project_queries(query), kv.keys, kv.values, mask, options);
+  }
   const Variable v_heads = project_values(value), k_heads = project_keys(key);
   return attend_heads(project_queries(query), k_heads, v_heads, mask, options);
 }

@@ -7,6 +7,7 @@
 #include "qkv/ops/broadcast.h"
 #include "qkv/ops/elementwise.h"
 #include "qkv/ops/reduce.h"
+#include "qkv/ops/sequence.h"
 #include "qkv/ops/shape_ops.h"
 
 namespace qkv::autograd {
@@ -24,6 +25,47 @@ const OpRegistration kSumLast("sum_last");
 const OpRegistration kPairwiseAdd("pairwise_add");
 const OpRegistration kTranspose("transpose");
 const OpRegistration kReshape("reshape");
+const OpRegistration kStackedLinear("stacked_linear");
+
+// rows [begin, begin + count) of a contiguous matrix t [R, C], as a view.
+TensorView row_block(const Tensor& t, int64_t begin, int64_t count) {
+  const int64_t cols = t.numel() / t.dim(0);
+  auto* base = static_cast<char*>(t.view().raw_data());
+  return TensorView(base + size_t(begin * cols) * dtype_size(t.dtype()),
+                    t.rank() == 1 ? Shape{count} : Shape{count, cols}, t.dtype());
+}
+
+// The parts [O_i, ...] stacked along their first axis: in place when they lie back to
+// back in memory (contiguous, one dtype, equal trailing dims), else one copy (held in
+// `copy`). The view lives as long as the parts' storage (the caller holds the parts).
+struct Stacked {
+  Tensor copy;
+  TensorView view;
+};
+Stacked stacked(const std::vector<Variable>& parts) {
+  const Tensor& first = parts.front().value();
+  const int64_t trailing = first.numel() / first.dim(0);
+  bool adjacent = true;
+  int64_t rows = 0;
+  auto* next = static_cast<char*>(first.view().raw_data());
+  std::vector<TensorView> views;
+  for (const Variable& p : parts) {
+    const Tensor& t = p.value();
+    auto* data = static_cast<char*>(t.view().raw_data());
+    adjacent = adjacent && t.is_contiguous() && t.dtype() == first.dtype() &&
+               t.rank() == first.rank() && t.numel() / t.dim(0) == trailing && data == next;
+    next = data + size_t(t.numel()) * dtype_size(t.dtype());
+    rows += t.dim(0);
+    views.push_back(t.view());
+  }
+  if (!adjacent) {
+    Tensor copy = ops::concat(views, 0);  // checks shapes and dtypes, naming them
+    const TensorView view = copy.view();
+    return {std::move(copy), view};
+  }
+  return {Tensor(),
+          TensorView(first.view().raw_data(), first.shape().with_dim(0, rows), first.dtype())};
+}
 
 }  // namespace
 
@@ -119,6 +161,35 @@ Variable reshape(const Variable& x, const Shape& shape) {
   return detail::record(kReshape, ops::reshape(x.value(), shape), {x}, [x](const Tensor& dy) {
     accumulate(x, ops::reshape_backward(dy, x.value().shape()));
   });
+}
+
+Variable stacked_linear(const Variable& x, const std::vector<Variable>& weights,
+                        const std::vector<Variable>& biases) {
+  QKV_CHECK(!weights.empty() && (biases.empty() || biases.size() == weights.size()), ValueError,
+            "stacked_linear: ", weights.size(), " weights and ", biases.size(),
+            " biases (one per weight, or none)");
+  const Stacked w = stacked(weights);
+  const ops::MatmulOptions no_a_t_b{.transpose_a = false, .transpose_b = true};
+  Tensor y = ops::matmul(x.value(), w.view, no_a_t_b);  // x Wᵀ [N, Σ O_i]
+  if (!biases.empty()) y = ops::add_bias(y, stacked(biases).view);
+  std::vector<Variable> inputs{x};
+  inputs.insert(inputs.end(), weights.begin(), weights.end());
+  inputs.insert(inputs.end(), biases.begin(), biases.end());
+  return detail::record(
+      kStackedLinear, std::move(y), inputs, [x, weights, biases, no_a_t_b](const Tensor& dy) {
+        // Stacked again: a copy made in forward is not kept alive.
+        const Stacked again = stacked(weights);
+        const ops::MatmulGrads g = ops::matmul_backward(dy, x.value(), again.view, no_a_t_b);
+        accumulate(x, g.da);
+        const Tensor dbias = biases.empty() ? Tensor() : ops::add_bias_backward(dy).dbias;
+        int64_t row = 0;
+        for (size_t i = 0; i < weights.size(); ++i) {
+          const int64_t rows = weights[i].value().dim(0);
+          accumulate(weights[i], row_block(g.db, row, rows));
+          if (dbias.defined()) accumulate(biases[i], row_block(dbias, row, rows));
+          row += rows;
+        }
+      });
 }
 
 }  // namespace qkv::autograd

@@ -1,13 +1,16 @@
 // Differentiable activations, softmax, layer norm, embedding, cross-entropy, dropout and
 // fused scaled-dot attention.
+#include <algorithm>
 #include <memory>
 #include <utility>
 #include <vector>
 
 #include "detail/record.h"
 #include "qkv/autograd/functions.h"
+#include "qkv/ops/elementwise.h"
 #include "qkv/ops/embedding.h"
 #include "qkv/ops/layer_norm.h"
+#include "qkv/ops/linear_cross_entropy.h"
 
 namespace qkv::autograd {
 namespace {
@@ -22,6 +25,7 @@ const OpRegistration kL2Normalize("l2_normalize");
 const OpRegistration kLayerNorm("layer_norm");
 const OpRegistration kEmbedding("embedding");
 const OpRegistration kCrossEntropy("cross_entropy");
+const OpRegistration kLinearCrossEntropy("linear_cross_entropy");
 const OpRegistration kDropout("dropout");
 const OpRegistration kScaledDotAttention("scaled_dot_attention");
 const OpRegistration kAdditiveScores("additive_scores");
@@ -101,6 +105,32 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets,
   return detail::record(
       kCrossEntropy, r.loss, {logits}, [logits, targets, options, lse = r.lse](const Tensor& dy) {
         accumulate(logits, ops::cross_entropy_backward(dy, logits.value(), targets, lse, options));
+      });
+}
+
+Variable linear_cross_entropy(const Variable& hidden, const Variable& weight, const Variable& bias,
+                              const Tensor& targets, const ops::CrossEntropyOptions& options,
+                              int64_t chunk_rows) {
+  std::vector<Variable> inputs{hidden, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  const bool wanted =
+      grad_mode_enabled() && std::any_of(inputs.begin(), inputs.end(),
+                                         [](const Variable& v) { return v.requires_grad(); });
+  const TensorView b = bias.defined() ? TensorView(bias.value()) : TensorView();
+  ops::LinearCrossEntropyResult r = ops::linear_cross_entropy(
+      hidden.value(), weight.value(), bias.defined() ? &b : nullptr, targets,
+      {.loss = options, .want_gradients = wanted, .chunk_rows = chunk_rows});
+  // The gradients were formed in the forward pass for d(loss) = 1 (see
+  // ops/linear_cross_entropy.h); the loss is linear in dy, so backward scales them,
+  // and with the usual dy = 1 passes them on as they are.
+  auto g = std::make_shared<ops::LinearCrossEntropyResult>(std::move(r));
+  return detail::record(
+      kLinearCrossEntropy, g->loss, inputs, [hidden, weight, bias, g](const Tensor& dy) {
+        const double s = dy.to(DType::F64).data<double>()[0];
+        auto scaled = [s](const Tensor& t) { return s == 1.0 ? t : ops::scale(t, s); };
+        accumulate(hidden, scaled(g->dhidden));
+        accumulate(weight, scaled(g->dweight));
+        if (bias.defined()) accumulate(bias, scaled(g->dbias));
       });
 }
 

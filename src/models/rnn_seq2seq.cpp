@@ -137,9 +137,23 @@ Variable RnnSeq2Seq::forward_train(const Tensor& src, std::span<const int64_t> s
   return forward_train_tapped(src, src_lengths, tgt_in, tgt_lengths, unused);
 }
 
+Variable RnnSeq2Seq::forward_train_loss(const Tensor& src, std::span<const int64_t> src_lengths,
+                                        const Tensor& tgt_in, std::span<const int64_t> tgt_lengths,
+                                        const Tensor& tgt_out,
+                                        const ops::CrossEntropyOptions& options) {
+  EncoderTaps unused;
+  return layers_->loss(readouts(src, src_lengths, tgt_in, tgt_lengths, unused), tgt_out, options);
+}
+
 Variable RnnSeq2Seq::forward_train_tapped(const Tensor& src, std::span<const int64_t> src_lengths,
                                           const Tensor& tgt_in,
                                           std::span<const int64_t> tgt_lengths, EncoderTaps& taps) {
+  return layers_->logits(readouts(src, src_lengths, tgt_in, tgt_lengths, taps));
+}
+
+Variable RnnSeq2Seq::readouts(const Tensor& src, std::span<const int64_t> src_lengths,
+                              const Tensor& tgt_in, std::span<const int64_t> tgt_lengths,
+                              EncoderTaps& taps) {
   detail::check_sequences("src", src, src_lengths);
   detail::check_sequences("tgt_in", tgt_in, tgt_lengths);
   QKV_CHECK(src.dim(0) == tgt_in.dim(0), ShapeError, "forward_train: src ", describe(src),
@@ -155,7 +169,7 @@ Variable RnnSeq2Seq::forward_train_tapped(const Tensor& src, std::span<const int
   taps.retain_grads();
   const detail::RnnDecoderVars initial = layers_->bridge(finals);
   const detail::RnnMemory memory = layers_->prepare_memory(e.memory, src_lengths);
-  return layers_->logits(layers_->decode_sequence(tgt_in, tgt_lengths, initial, memory));
+  return layers_->decode_sequence(tgt_in, tgt_lengths, initial, memory);
 }
 
 void RnnSeq2Seq::set_training(bool training) {

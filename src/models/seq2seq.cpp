@@ -1,5 +1,6 @@
 #include "qkv/models/seq2seq.h"
 
+#include "qkv/autograd/functions.h"
 #include "qkv/base/error.h"
 #include "qkv/models/rnn_seq2seq.h"
 #include "qkv/models/transformer.h"
@@ -10,6 +11,16 @@ void EncoderTaps::retain_grads() const {
   for (const autograd::Variable* v : {&input, &memory})
     if (v->defined()) v->retain_grad();
   for (const autograd::Variable& v : final_states) v.retain_grad();
+}
+
+autograd::Variable Seq2Seq::forward_train_loss(const Tensor& src,
+                                               std::span<const int64_t> src_lengths,
+                                               const Tensor& tgt_in,
+                                               std::span<const int64_t> tgt_lengths,
+                                               const Tensor& tgt_out,
+                                               const ops::CrossEntropyOptions& options) {
+  return autograd::cross_entropy(forward_train(src, src_lengths, tgt_in, tgt_lengths), tgt_out,
+                                 options);
 }
 
 autograd::Variable Seq2Seq::forward_train_tapped(const Tensor&, std::span<const int64_t>,

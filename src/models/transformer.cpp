@@ -41,12 +41,20 @@ class TransformerLayers {
     return encoder_norm_.forward(x);
   }
 
-  // tgt_in [B, Tt] -> logits [B, Tt, V].
+  // tgt_in [B, Tt] -> the decoder's output [B, Tt, E] (after the final LayerNorm), the
+  // input of the output projection.
   Variable decode(const Tensor& tgt_in, const Variable& memory, std::span<const int64_t> lengths) {
     check_length("tgt_in", tgt_in.dim(1));
     Variable x = decoder_dropout_.forward(positions_.forward(tables_.target(tgt_in)));
     for (DecoderLayer& layer : decoder_) x = layer.forward(x, memory, lengths, decoder_dropout_);
-    return tables_.project(decoder_norm_.forward(x));
+    return decoder_norm_.forward(x);
+  }
+  // h [B, Tt, E] -> logits [B, Tt, V].
+  Variable project(const Variable& h) const { return tables_.project(h); }
+  // h [B, Tt, E], tgt_out [B, Tt] -> [] the fused projection + loss.
+  Variable loss(const Variable& h, const Tensor& tgt_out,
+                const ops::CrossEntropyOptions& options) const {
+    return tables_.loss(h, tgt_out, options);
   }
 
   void prepare(const Variable& memory, std::vector<LayerCache>& caches) const {
@@ -198,11 +206,30 @@ autograd::Variable Transformer::forward_train(const Tensor& src,
   return forward_train_tapped(src, src_lengths, tgt_in, tgt_lengths, unused);
 }
 
+autograd::Variable Transformer::forward_train_loss(const Tensor& src,
+                                                   std::span<const int64_t> src_lengths,
+                                                   const Tensor& tgt_in,
+                                                   std::span<const int64_t> tgt_lengths,
+                                                   const Tensor& tgt_out,
+                                                   const ops::CrossEntropyOptions& options) {
+  EncoderTaps unused;
+  return layers_->loss(decoder_output(src, src_lengths, tgt_in, tgt_lengths, unused), tgt_out,
+                       options);
+}
+
 autograd::Variable Transformer::forward_train_tapped(const Tensor& src,
                                                      std::span<const int64_t> src_lengths,
                                                      const Tensor& tgt_in,
                                                      std::span<const int64_t> tgt_lengths,
                                                      EncoderTaps& taps) {
+  return layers_->project(decoder_output(src, src_lengths, tgt_in, tgt_lengths, taps));
+}
+
+autograd::Variable Transformer::decoder_output(const Tensor& src,
+                                               std::span<const int64_t> src_lengths,
+                                               const Tensor& tgt_in,
+                                               std::span<const int64_t> tgt_lengths,
+                                               EncoderTaps& taps) {
   detail::check_sequences("src", src, src_lengths);
   detail::check_sequences("tgt_in", tgt_in, tgt_lengths);
   QKV_CHECK(src.dim(0) == tgt_in.dim(0), ShapeError, "forward_train: src ", describe(src),

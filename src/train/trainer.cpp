@@ -313,10 +313,9 @@ UpdateRecord Trainer::train_on(const data::Batch& b) {
   UpdateRecord r{.update = p.update, .src_tokens = b.src_tokens, .tgt_tokens = b.tgt_tokens};
 
   store.zero_grad();
-  const autograd::Variable logits =
-      s.model->forward_train(b.src, b.src_lengths, b.tgt_in, b.tgt_lengths);
-  const autograd::Variable loss = autograd::cross_entropy(
-      logits, b.tgt_out,
+  // The fused projection + loss: the [tokens, V] logits never exist whole (issue 13).
+  const autograd::Variable loss = s.model->forward_train_loss(
+      b.src, b.src_lengths, b.tgt_in, b.tgt_lengths, b.tgt_out,
       {.label_smoothing = s.options.label_smoothing, .ignore_index = s.options.batch.pad_id});
   r.loss = loss.value().to(DType::F64).data<double>()[0];
   const std::span<float> grads(store.grads().data<float>(), size_t(store.numel()));

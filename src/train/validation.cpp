@@ -81,10 +81,11 @@ ValidationResult Trainer::validate() {
     double loss_sum = 0;
     std::vector<std::string> hyps(s.valid_references.size());
     for (const data::Batch& b : s.valid_batches) {
-      const autograd::Variable logits =
-          s.model->forward_train(b.src, b.src_lengths, b.tgt_in, b.tgt_lengths);
+      // Fused, without gradients: a validation batch's [tokens, V] logits never exist
+      // whole either (only 8 MB chunks of them).
       const autograd::Variable ce =
-          autograd::cross_entropy(logits, b.tgt_out, {.ignore_index = s.options.batch.pad_id});
+          s.model->forward_train_loss(b.src, b.src_lengths, b.tgt_in, b.tgt_lengths, b.tgt_out,
+                                      {.ignore_index = s.options.batch.pad_id});
       loss_sum += ce.value().to(DType::F64).data<double>()[0] * double(b.tgt_tokens);
       result.tgt_tokens += b.tgt_tokens;
       if (!s.options.valid_bleu) continue;

@@ -130,6 +130,56 @@ TEST(MultiHeadSteps, KeyValueCacheStepsEqualTheCausalForward) {
   }
 }
 
+// project_self is one GEMM over [wq; wk; wv]: in place when the weights are rows of one
+// block (as the Transformer's arena holds them), copied otherwise -- the same numbers
+// either way -- and equal to the three separate projections within float rounding, in
+// the heads and in every gradient.
+TEST(MultiHeadSteps, ProjectSelfStackedInPlaceOrCopiedEqualsSeparateProjections) {
+  const int64_t e = 8;
+  const Tensor block = random_tensor({3 * e, e}, DType::F32, 21, 0.3);
+  const Tensor biases = random_tensor({3 * e}, DType::F32, 22);
+  auto params = [&](bool in_place) {
+    MultiHeadParams p;
+    Variable* w[] = {&p.wq, &p.wk, &p.wv};
+    Variable* b[] = {&p.bq, &p.bk, &p.bv};
+    for (int64_t i = 0; i < 3; ++i) {
+      const Tensor wi = block.slice(0, i * e, (i + 1) * e),
+                   bi = biases.slice(0, i * e, (i + 1) * e);
+      *w[i] = leaf(in_place ? wi : wi.clone());
+      *b[i] = leaf(in_place ? bi : bi.clone());
+    }
+    p.wo = leaf(random_tensor({e, e}, DType::F32, 23));
+    return MultiHeadAttention(p, 2);
+  };
+  const Tensor x = random_tensor({2, 5, e}, DType::F32, 24);
+  struct Run {
+    std::vector<Tensor> heads, grads;
+  };
+  auto run = [&](const MultiHeadAttention& mha, bool stacked) {
+    const Variable xv = leaf(x);
+    const QueryKeyValueHeads h =
+        stacked ? mha.project_self(xv)
+                : QueryKeyValueHeads{mha.project_queries(xv), mha.project_keys(xv),
+                                     mha.project_values(xv)};
+    autograd::backward(autograd::add(autograd::sum(autograd::mul(h.queries, h.keys)),
+                                     autograd::sum(autograd::mul(h.values, h.values))));
+    const MultiHeadParams& p = mha.params();
+    return Run{
+        {h.queries.value(), h.keys.value(), h.values.value()},
+        {xv.grad(), p.wq.grad(), p.wk.grad(), p.wv.grad(), p.bq.grad(), p.bk.grad(), p.bv.grad()}};
+  };
+  const Run in_place = run(params(true), true), copied = run(params(false), true);
+  const Run separate = run(params(false), false);
+  for (size_t i = 0; i < in_place.heads.size(); ++i) {
+    EXPECT_TRUE(bitwise_equal(in_place.heads[i], copied.heads[i])) << "heads " << i;
+    EXPECT_TRUE(all_close(in_place.heads[i], separate.heads[i], 1e-6, 1e-5)) << "heads " << i;
+  }
+  for (size_t i = 0; i < in_place.grads.size(); ++i) {
+    EXPECT_TRUE(bitwise_equal(in_place.grads[i], copied.grads[i])) << "grad " << i;
+    EXPECT_TRUE(all_close(in_place.grads[i], separate.grads[i], 1e-5, 1e-5)) << "grad " << i;
+  }
+}
+
 TEST(MultiHeadSteps, AttendHeadsRejectsHeadsOfAnotherShape) {
   const MultiHeadAttention mha = random_mha(8, 2, DType::F32);
   const Variable good = leaf(random_tensor({2, 2, 3, 4}, DType::F32, 8), false);

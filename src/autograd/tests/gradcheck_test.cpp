@@ -136,6 +136,25 @@ std::vector<GradCase> cross_entropy_cases() {
           ce({3, 5}, 0.0, false)};
 }
 
+// The fused output projection + loss: hidden [N, E], weight [V, E] (and bias [V]);
+// chunks of 2 rows so that the checks cross chunk boundaries and a ragged last chunk.
+std::vector<GradCase> linear_cross_entropy_cases() {
+  auto lce = [](int64_t n, int64_t e, int64_t v, bool with_bias, double smoothing) {
+    Tensor targets = ids_tensor({n}, v, 13);
+    targets.data<double>()[1] = -1;  // a padding row
+    std::vector<Shape> shapes{{n, e}, {v, e}};
+    if (with_bias) shapes.push_back({v});
+    return GradCase{"[" + std::to_string(n) + ", " + std::to_string(e) + "] x V " +
+                        std::to_string(v) + (with_bias ? " + bias" : "") + " eps " +
+                        std::to_string(smoothing),
+                    shapes, [targets, smoothing, with_bias](const Vars& x) {
+                      const Variable bias = with_bias ? x[2] : Variable();
+                      return linear_cross_entropy(x[0], x[1], bias, targets, {smoothing, -1}, 2);
+                    }};
+  };
+  return {lce(5, 3, 7, false, 0.1), lce(4, 4, 6, true, 0.0), lce(3, 2, 9, true, 0.2)};
+}
+
 // Recurrent cells (inputs of O(1) keep the gates off saturation), the masked blend with
 // a constant 0/1 row mask, and the sequence ops (select twice from one input: the slices
 // accumulate into one gradient).
@@ -226,6 +245,16 @@ std::map<std::string, std::vector<GradCase>> build_table() {
        }}};
   t["embedding"] = embedding_cases();
   t["cross_entropy"] = cross_entropy_cases();
+  t["linear_cross_entropy"] = linear_cross_entropy_cases();
+  t["stacked_linear"] = {
+      {"[4, 3] x {[2, 3], [3, 3]} + biases",
+       {{4, 3}, {2, 3}, {3, 3}, {2}, {3}},
+       [](const Vars& v) {
+         return project(stacked_linear(v[0], {v[1], v[2]}, {v[3], v[4]}));
+       }},
+      {"[5, 2] x three [2, 2], no bias", {{5, 2}, {2, 2}, {2, 2}, {2, 2}}, [](const Vars& v) {
+         return project(stacked_linear(v[0], {v[1], v[2], v[3]}));
+       }}};
   t["scaled_dot_attention"] = attention_cases();
   t["additive_scores"] = {
       {"[2, 3, 4] x [2, 5, 4], A 4",

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "qkv/autograd/functions.h"
 #include "qkv/nn/parameters.h"
 
 namespace qkv::models::detail {
@@ -74,6 +75,14 @@ TokenTables::TokenTables(nn::ParameterStore& store, const ModelConfig& config,
 
 autograd::Variable TokenTables::project(const autograd::Variable& h) const {
   return output_ ? output_->forward(h) : target_.project(h);
+}
+
+autograd::Variable TokenTables::loss(const autograd::Variable& h, const Tensor& targets,
+                                     const ops::CrossEntropyOptions& options) const {
+  if (output_)
+    return autograd::linear_cross_entropy(h, output_->weight(), output_->bias(), targets, options);
+  return autograd::linear_cross_entropy(h, target_.weight(), autograd::Variable(), targets,
+                                        options);
 }
 
 autograd::Variable zeros(const Shape& shape, DType dtype) {

@@ -38,6 +38,10 @@ class TokenTables {
   autograd::Variable target(const Tensor& ids) const { return target_.forward(ids); }
   // h [..., E] -> logits [..., V]
   autograd::Variable project(const autograd::Variable& h) const;
+  // h [..., E], targets [...] -> [] cross_entropy(project(h), targets, options), fused
+  // (autograd::linear_cross_entropy): the logits never exist whole.
+  autograd::Variable loss(const autograd::Variable& h, const Tensor& targets,
+                          const ops::CrossEntropyOptions& options) const;
 
  private:
   nn::Embedding source_;

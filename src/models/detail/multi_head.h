@@ -1,7 +1,7 @@
 // The Transformer's attention layers: the one attention::MultiHeadAttention over
 // parameters registered in the model's store as prefix.{q,k,v,out}_proj.{weight,bias}
-// (weight [E, E], bias [E]; PyTorch's names), exactly as nn::Linear registers them, so
-// model files keep their tensor names, order and initial values. The bridge lives here
+// (weight [E, E], bias [E]; PyTorch's names) with nn::Linear's initial values, so
+// model files keep their tensor names and initial values. The bridge lives here
 // because attention and nn sit side by side and neither sees the other.
 #pragma once
 

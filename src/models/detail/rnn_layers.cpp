@@ -238,6 +238,11 @@ Variable RnnLayers::logits(const Variable& readout) {
   return tables_.project(readout_dropout_.forward(readout));
 }
 
+Variable RnnLayers::loss(const Variable& readout, const Tensor& tgt_out,
+                         const ops::CrossEntropyOptions& options) {
+  return tables_.loss(readout_dropout_.forward(readout), tgt_out, options);
+}
+
 void RnnLayers::set_training(bool training) {
   source_dropout_.set_training(training);
   target_dropout_.set_training(training);

@@ -69,6 +69,10 @@ class RnnLayers {
 
   // readout [..., E] -> logits [..., V] (readout dropout, then the output projection).
   Variable logits(const Variable& readout);
+  // readout [B, Tt, E], tgt_out [B, Tt] -> [] cross_entropy(logits(readout), tgt_out),
+  // fused (TokenTables::loss); the same readout dropout.
+  Variable loss(const Variable& readout, const Tensor& tgt_out,
+                const ops::CrossEntropyOptions& options);
   Variable embed_target(const Tensor& ids) { return target_dropout_.forward(tables_.target(ids)); }
 
   void set_training(bool training);

@@ -5,7 +5,9 @@
 // wv are the three row blocks of its in_proj_weight), so its weights load directly.
 //
 // The one multi-head attention of qkv: the Transformer runs it, library users call it.
-// Two ways in, computing bitwise the same (forward is literally the steps in a row):
+// Two ways in, bitwise the same (forward runs project_self when query, key and value are
+// one Variable, project_key_values when key and value are, else project_queries/keys/
+// values; then attend_heads):
 //   - forward(query, key, value, mask): project, attend, merge, project;
 //   - the steps, for incremental decoding with a K/V projection cache:
 //       project_queries / project_keys / project_values  x [B, T, E] -> heads [B, H, T, Dh]
@@ -13,9 +15,10 @@
 //       attend_heads(q, k, v, mask): pre-projected heads -> [B, Tq, E] after W_o.
 //     A decoder keeps the K/V heads of past positions (concatenated along T) and projects
 //     only its newest row; a beam reorders them along B.
-// project_self and project_key_values are where the Q/K/V (or K/V) projections of one
-// input can later become one GEMM over stacked weights (issue 13); callers that use them
-// get that for free.
+// project_self and project_key_values run the Q/K/V (or K/V) projections of one input
+// as ONE GEMM over the stacked weights (autograd::stacked_linear; without a copy when the
+// weights lie back to back, as the Transformer registers them): equal to the separate
+// project_* within float rounding (the GEMM sums in another order), not bitwise.
 #pragma once
 
 #include <cstdint>

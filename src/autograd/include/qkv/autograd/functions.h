@@ -24,6 +24,14 @@ Variable matmul(const Variable& a, const Variable& b, const ops::MatmulOptions& 
 Variable add(const Variable& a, const Variable& b);
 Variable sub(const Variable& a, const Variable& b);
 Variable mul(const Variable& a, const Variable& b);
+// x [N, E], weights {W_i [O_i, E]}, biases {b_i [O_i]} (one per weight, or none) ->
+// [N, Σ O_i] = x [W_0; W_1; …]ᵀ + [b_0; b_1; …]: several projections of one input as ONE
+// GEMM (self-attention's Q, K, V). Weights lying back to back in memory (a parameter
+// arena that registers them in a row) are used in place as the stacked matrix; others
+// are copied into one per call. Backward: one GEMM for dx, one for the stacked dW whose
+// row blocks add into each weight's gradient. Errors as matmul's / add_bias's.
+Variable stacked_linear(const Variable& x, const std::vector<Variable>& weights,
+                        const std::vector<Variable>& biases = {});
 // x [...] -> s · x.
 Variable scale(const Variable& x, double s);
 // x [..., C], bias [C] -> x + bias.
@@ -60,6 +68,14 @@ Variable embedding(const Variable& table, const Tensor& ids);
 // logits [..., V], targets [...] (class ids as floats; a constant) -> [] mean loss.
 Variable cross_entropy(const Variable& logits, const Tensor& targets,
                        const ops::CrossEntropyOptions& options = {});
+// hidden [..., E], weight [V, E], bias [V] (undefined: none), targets [...] (a constant)
+// -> [] the mean loss of cross_entropy(hidden Wᵀ + b, targets), in row chunks so that
+// the [..., V] logits and their gradient never exist whole (ops/linear_cross_entropy.h).
+// The training loss of the models; the composed path stays the oracle. chunk_rows 0 is
+// the default chunk (tests pass small ones to cross chunk boundaries).
+Variable linear_cross_entropy(const Variable& hidden, const Variable& weight, const Variable& bias,
+                              const Tensor& targets, const ops::CrossEntropyOptions& options = {},
+                              int64_t chunk_rows = 0);
 // x [...] -> [...] with inverted dropout (mask regenerated in backward from the options).
 Variable dropout(const Variable& x, const ops::DropoutOptions& options);
 // Fused attention softmax(scale · q kᵀ, masked) v (see ops::flash_attention for shapes,

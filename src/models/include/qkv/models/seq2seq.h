@@ -20,6 +20,7 @@
 #include "qkv/autograd/variable.h"
 #include "qkv/models/config.h"
 #include "qkv/nn/parameters.h"
+#include "qkv/ops/cross_entropy.h"
 
 namespace qkv::models {
 
@@ -120,6 +121,19 @@ class Seq2Seq {
   virtual autograd::Variable forward_train(const Tensor& src, std::span<const int64_t> src_lengths,
                                            const Tensor& tgt_in,
                                            std::span<const int64_t> tgt_lengths) = 0;
+
+  // The training loss of teacher forcing on the tape: cross_entropy(forward_train(...),
+  // tgt_out [B, Tt] (class ids as floats), options), positions holding ignore_index
+  // counting for nothing. The default composes the two (the oracle); RnnSeq2Seq and
+  // Transformer fuse the output projection into the loss (autograd::linear_cross_entropy)
+  // so that the [B·Tt, V] logits and their gradient never exist whole -- the same loss
+  // and gradients within float rounding, the same dropout masks.
+  virtual autograd::Variable forward_train_loss(const Tensor& src,
+                                                std::span<const int64_t> src_lengths,
+                                                const Tensor& tgt_in,
+                                                std::span<const int64_t> tgt_lengths,
+                                                const Tensor& tgt_out,
+                                                const ops::CrossEntropyOptions& options);
 
   // forward_train that also hands out the encoder's Variables (see EncoderTaps); the
   // same logits, the same tape. The default (models without taps, e.g. test doubles)

@@ -36,6 +36,10 @@ class Transformer final : public Seq2Seq {
   autograd::Variable forward_train(const Tensor& src, std::span<const int64_t> src_lengths,
                                    const Tensor& tgt_in,
                                    std::span<const int64_t> tgt_lengths) override;
+  autograd::Variable forward_train_loss(const Tensor& src, std::span<const int64_t> src_lengths,
+                                        const Tensor& tgt_in, std::span<const int64_t> tgt_lengths,
+                                        const Tensor& tgt_out,
+                                        const ops::CrossEntropyOptions& options) override;
   autograd::Variable forward_train_tapped(const Tensor& src, std::span<const int64_t> src_lengths,
                                           const Tensor& tgt_in,
                                           std::span<const int64_t> tgt_lengths,
@@ -48,6 +52,11 @@ class Transformer final : public Seq2Seq {
   const ModelConfig& config() const noexcept override { return config_; }
 
  private:
+  // forward_train's decoder output [B, Tt, E] before the output projection.
+  autograd::Variable decoder_output(const Tensor& src, std::span<const int64_t> src_lengths,
+                                    const Tensor& tgt_in, std::span<const int64_t> tgt_lengths,
+                                    EncoderTaps& taps);
+
   ModelConfig config_;
   nn::ParameterStore store_;
   std::unique_ptr<detail::TransformerLayers> layers_;
