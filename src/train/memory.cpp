@@ -7,6 +7,7 @@
 #include "qkv/base/error.h"
 #include "qkv/base/memory.h"
 #include "qkv/models/footprint.h"
+#include "qkv/ops/linear_cross_entropy.h"
 
 namespace qkv::train {
 namespace {
@@ -63,8 +64,14 @@ TrainingMemory estimate_training_memory(const models::ModelConfig& config,
   const double per_batch = config.type == models::ModelType::Transformer
                                ? transformer_activations(config, src, tgt)
                                : rnn_activations(config, src, tgt, double(batch.source_length));
-  // The logits [B·Tt, V] and their gradient.
-  m.activation_bytes = 4 * (per_batch + 2 * tgt * double(config.vocab_size));
+  // The fused output projection + loss (ops/linear_cross_entropy.h): never the whole
+  // logits [B·Tt, V], but two chunk buffers [chunk, V] (logits and their gradient), and
+  // the gradients it forms in forward, dhidden [B·Tt, E] and dW [V, E].
+  const double vocab = double(config.vocab_size), dim = double(config.dim_emb);
+  const double chunk =
+      std::min(tgt, double(ops::linear_cross_entropy_chunk_rows(config.vocab_size)));
+  const double loss_buffers = tgt > 0 ? 2 * chunk * vocab + tgt * dim + vocab * dim : 0.0;
+  m.activation_bytes = 4 * (per_batch + loss_buffers);
   return m;
 }
 
@@ -111,9 +118,9 @@ void check_training_memory(const models::ModelConfig& config, const BatchShape& 
   check_memory(m.total(),
                "training on the largest batch (" + describe(batch) + ", vocabulary " +
                    std::to_string(config.vocab_size) + ": about " +
-                   format_bytes(m.activation_bytes) + " of activations and logits) with " +
-                   parameters + " parameters (" + format_bytes(m.model_bytes) +
-                   " with their gradients and Adam's moments)",
+                   format_bytes(m.activation_bytes) +
+                   " of activations and the loss's buffers) with " + parameters + " parameters (" +
+                   format_bytes(m.model_bytes) + " with their gradients and Adam's moments)",
                std::string("reduce --mini-batch-words (fewer sentences per batch) or --max-length "
                            "(shorter ones), or the model: ") +
                    kModelFlags);

@@ -29,7 +29,7 @@ struct BatchShape {
 struct TrainingMemory {
   double parameters = 0;        // elements of the parameter arena
   double model_bytes = 0;       // parameters, gradients, Adam's moments, position table
-  double activation_bytes = 0;  // one batch's activations, logits and logit gradients
+  double activation_bytes = 0;  // one batch's activations and the fused loss's buffers
   double total() const noexcept { return model_bytes + activation_bytes; }
 };
 
