@@ -2,8 +2,9 @@
 // (bench/peer_torch_training.py), driven by bench/run_training.sh. Not part of the test
 // suite; see bench/README.md.
 //
-// One update = Seq2Seq::forward_train (teacher forcing) -> autograd::cross_entropy
-// (label smoothing 0.1, pad ignored, mean over target tokens) -> autograd::backward ->
+// One update = Seq2Seq::forward_train_loss (teacher forcing, the output projection fused
+// with the label-smoothed cross-entropy as the trainer runs it: label smoothing 0.1, pad
+// ignored, mean over target tokens; "forward" includes the loss) -> autograd::backward ->
 // train::Adam over the store's value/grad arenas (lr 1e-4) -> zero_grad: what
 // train::Trainer does per batch, without gradient clipping and the non-finite guard.
 // Batches come from a file the peer writes (--make-batches), so both sides train on the
@@ -203,10 +204,12 @@ int run_case(const std::string& name, const BatchFile& data, const Options& o) {
   auto update = [&](bool timed, int64_t& tokens, int64_t& tgt_tokens) {
     const Batch& b = data.batches[next++ % data.batches.size()];
     const auto t0 = Clock::now();
-    const ag::Variable logits = model->forward_train(b.src, b.src_lengths, b.tgt_in, b.tgt_lengths);
+    // What the trainer runs: the output projection and the loss fused, in row chunks
+    // (ops::linear_cross_entropy), so the loss phase is inside the forward one here.
+    const ag::Variable loss =
+        model->forward_train_loss(b.src, b.src_lengths, b.tgt_in, b.tgt_lengths, b.tgt_out,
+                                  {.label_smoothing = kLabelSmoothing, .ignore_index = data.pad});
     const auto t1 = Clock::now();
-    const ag::Variable loss = ag::cross_entropy(
-        logits, b.tgt_out, {.label_smoothing = kLabelSmoothing, .ignore_index = data.pad});
     losses.push_back(double(loss.value().data<float>()[0]));
     const auto t2 = Clock::now();
     ag::backward(loss);
