@@ -29,6 +29,13 @@ function(qkv_warnings target)
   endif()
   if(QKV_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
+    # GCC's flow analysis under AddressSanitizer (preset ci: -O1 + ASan) reports
+    # -Wmaybe-uninitialized inside libstdc++'s <regex> (std::function in _State, seen in
+    # tools/qkv/tests with GCC 12): a false positive the GCC manual warns sanitizers
+    # cause. Still printed there, not fatal; every other build keeps it an error.
+    if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_FLAGS MATCHES "-fsanitize=[^ ]*address")
+      target_compile_options(${target} PRIVATE -Wno-error=maybe-uninitialized)
+    endif()
   endif()
 endfunction()
 
