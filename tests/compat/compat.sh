@@ -88,13 +88,41 @@ if [[ $MODE == generate ]]; then
   generate_models || { echo "compat.sh: training the models failed" >&2; exit 1; }
   rm -rf "$EXPECTED" && mkdir -p "$EXPECTED"
 fi
+# same_but_rounding GOT EXPECTED: the same lines and words, numbers allowed to differ by a
+# few units in their sixth significant digit. The expected outputs come from an optimised
+# build; command 2 tests an -O1 + ASan build, where GCC contracts a*b+c into FMAs in other
+# places, so a printed score can differ in its last digit (-7.675164 vs -7.675165). Words
+# (the translations, alignment pairs, token strings) must still be identical.
+same_but_rounding() {
+  awk -v expected="$2" '
+    function numeric(w) { return w ~ /^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$/ }
+    function abs(x) { return x < 0 ? -x : x }
+    {
+      if ((getline want < expected) <= 0) exit 1
+      n = split($0, a, /[ \t]+/); m = split(want, b, /[ \t]+/)
+      if (n != m) exit 1
+      for (i = 1; i <= n; i++) {
+        if (a[i] == b[i]) continue
+        if (!numeric(a[i]) || !numeric(b[i])) exit 1
+        if (abs(a[i] - b[i]) > 5e-6 * (abs(b[i]) > 1 ? abs(b[i]) : 1)) exit 1
+      }
+    }
+    END { if ((getline want < expected) > 0) exit 1 }' "$1"
+}
+
 FAILURES=0
+ROUNDED=0
 check_output() {  # NAME: compares (or records) the output on stdin
   local name=$1 got
   got=$(cat; echo x)
   if [[ $MODE == generate ]]; then
     printf '%s' "${got%x}" >"$EXPECTED/$name"
-  elif ! diff <(printf '%s' "${got%x}") "$EXPECTED/$name" >/dev/null; then
+  elif diff <(printf '%s' "${got%x}") "$EXPECTED/$name" >/dev/null; then
+    :
+  elif same_but_rounding <(printf '%s' "${got%x}") "$EXPECTED/$name"; then
+    echo "compat.sh: $name: the same words, numbers equal up to their last printed digit" >&2
+    ROUNDED=$((ROUNDED + 1))
+  else
     echo "compat.sh: FAIL: $name differs from $EXPECTED/$name:" >&2
     diff <(printf '%s' "${got%x}") "$EXPECTED/$name" | head -20 >&2
     FAILURES=$((FAILURES + 1))
@@ -109,4 +137,4 @@ for m in rnn-additive transformer; do
   check_output "$m.score" < <(run_score_case "$m")
 done
 ((FAILURES == 0)) || { echo "compat.sh: $FAILURES case(s) failed" >&2; exit 1; }
-echo "compat.sh: $MODE: ${#CASES[@]} + 2 cases ok"
+echo "compat.sh: $MODE: ${#CASES[@]} + 2 cases ok ($ROUNDED of them equal up to rounding)"
