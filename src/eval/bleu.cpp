@@ -109,6 +109,13 @@ void check_options(const BleuOptions& options, std::string_view who) {
   if (options.smooth_value)
     QKV_CHECK(std::isfinite(*options.smooth_value) && *options.smooth_value >= 0, ValueError, who,
               ": smooth_value must be finite and >= 0, got ", *options.smooth_value);
+  // Floor smoothing counts an order with no match as smooth_value matches; above 1 such an
+  // order would score better than one whose every n-gram matched (and BLEU above 100).
+  if (options.smooth_value && options.smoothing == BleuSmoothing::Floor)
+    QKV_CHECK(*options.smooth_value <= 1.0, ValueError, who,
+              ": smooth_value for floor smoothing is the matches a zero-match order counts as "
+              "and must be at most 1, got ",
+              *options.smooth_value);
 }
 
 double default_smooth_value(BleuSmoothing smoothing) {

@@ -72,6 +72,12 @@ TEST(EvalErrors, BadOptions) {
   expect_value_error(
       [&] { corpus_bleu(kHyps, refs, {.smoothing = BleuSmoothing::Floor, .smooth_value = -1}); },
       {"smooth_value"});
+  // A floor above one match would score an order with no match above a perfect one.
+  expect_value_error(
+      [&] { corpus_bleu(kHyps, refs, {.smoothing = BleuSmoothing::Floor, .smooth_value = 1.5}); },
+      {"smooth_value", "floor", "at most 1", "1.5"});
+  EXPECT_NO_THROW(
+      corpus_bleu(kHyps, refs, {.smoothing = BleuSmoothing::AddK, .smooth_value = 1.5}));
   expect_value_error([&] { corpus_chrf(kHyps, refs, {.char_order = 0}); }, {"char_order"});
   expect_value_error([&] { corpus_chrf(kHyps, refs, {.beta = -1}); }, {"beta"});
   expect_value_error([&] { compute_bleu(BleuStats{.matches = {1}, .totals = {1}}); },

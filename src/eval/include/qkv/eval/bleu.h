@@ -30,7 +30,7 @@ enum class BleuTokenizer {
 // Sentence-Level BLEU", as sacreBLEU names them.
 enum class BleuSmoothing {
   None,   // zero matches give precision 0 (and the score 0)
-  Floor,  // method 1: zero matches count as smooth_value (default 0.1) matches
+  Floor,  // method 1: zero matches count as smooth_value (default 0.1, at most 1) matches
   AddK,   // method 2: add smooth_value (default 1) to matches and totals for n > 1
   Exp,    // method 3 (NIST/mteval-v13a): the k-th zero precision becomes 1 / (2^k total)
 };
