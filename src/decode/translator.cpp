@@ -54,4 +54,38 @@ std::vector<float> Translator::attention(const SentenceResult& sentence,
   return forced_attention(*model_, b.src, b.src_lengths, targets, which)[0];
 }
 
+AttentionMaps Translator::attention_maps(const SentenceResult& sentence,
+                                         const TranslatedHypothesis& hypothesis) const {
+  QKV_CHECK(sentence.ok(), ValueError, "attention_maps: the sentence was not translated");
+  AttentionMaps maps;
+  maps.source_tokens = vocab_.pieces(sentence.source);
+  maps.target_tokens = vocab_.pieces(hypothesis.tokens);
+  // The EOS step has a row only when the hypothesis ended with EOS.
+  const size_t rows_kept = hypothesis.token_log_probs.size();
+  if (rows_kept > hypothesis.tokens.size())
+    maps.target_tokens.push_back(vocab_.piece(vocab_.eos_id()));
+  const std::vector<std::vector<int32_t>> source = {
+      std::vector<int32_t>(sentence.source.begin(), sentence.source.end() - 1)};
+  const data::Batch b = source_batch(source, model_->config());
+  const std::vector<std::vector<int32_t>> targets = {hypothesis.tokens};
+  const AllForcedAttention all = forced_attention_all(*model_, b.src, b.src_lengths, targets);
+  if (all.distributions == 0) return maps;
+  const models::ModelConfig& c = model_->config();
+  const bool transformer = c.type == models::ModelType::Transformer;
+  maps.layers = transformer ? c.dec_depth : 1;
+  maps.heads = transformer ? c.heads : 1;
+  QKV_CHECK(maps.layers * maps.heads == all.distributions, InternalError,
+            "attention_maps: ", all.distributions, " distributions for ", maps.layers, " layers x ",
+            maps.heads, " heads");
+  // Each block is [T + 1, Ts]; keep its first rows_kept rows.
+  const size_t ts = sentence.source.size(), full = (hypothesis.tokens.size() + 1) * ts;
+  const std::vector<float>& rows = all.rows[0];
+  maps.weights.reserve(size_t(all.distributions) * rows_kept * ts);
+  for (int64_t d = 0; d < all.distributions; ++d) {
+    const auto block = rows.begin() + std::ptrdiff_t(size_t(d) * full);
+    maps.weights.insert(maps.weights.end(), block, block + std::ptrdiff_t(rows_kept * ts));
+  }
+  return maps;
+}
+
 }  // namespace qkv::decode

@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "qkv/base/error.h"
 
@@ -136,6 +138,69 @@ TEST_P(TranslatorTest, ForcedScoresEqualTheSearchsLogProbabilities) {
   std::vector<float> forced = tr.attention(r[0], h, o.search.attention);
   forced.resize(h.attention.size());
   for (size_t k = 0; k < forced.size(); ++k) EXPECT_NEAR(forced[k], h.attention[k], 1e-5f);
+}
+
+TEST_P(TranslatorTest, AttentionMapsHoldEveryLayerAndHeadOfTheHypothesis) {
+  const Translator tr = load();
+  const models::ModelConfig& c = tr.model().config();
+  const bool transformer = c.type == models::ModelType::Transformer;
+  for (const double factor : {2.0, 0.0}) {  // 0: cut at 5 tokens, so (usually) no EOS row
+    TranslateOptions o;
+    o.search.beam_size = 2;
+    o.search.max_length_factor = factor;
+    const std::vector<std::string> in = {input_[0], "A man in a blue shirt is running fast."};
+    for (const SentenceResult& r : tr.translate(in, o)) {
+      ASSERT_TRUE(r.ok());
+      const TranslatedHypothesis& h = r.hypotheses[0];
+      const AttentionMaps m = tr.attention_maps(r, h);
+      EXPECT_EQ(m.layers, transformer ? c.dec_depth : 1);
+      EXPECT_EQ(m.heads, transformer ? c.heads : 1);
+      ASSERT_EQ(m.source_tokens.size(), r.source.size());
+      EXPECT_EQ(m.source_tokens.back(), "</s>");
+      ASSERT_EQ(m.target_tokens.size(), h.token_log_probs.size());
+      EXPECT_EQ(m.target_tokens.back() == "</s>", h.finished);
+      const size_t block = m.target_tokens.size() * m.source_tokens.size();
+      ASSERT_EQ(m.weights.size(), size_t(m.layers * m.heads) * block);
+      for (int64_t l = 0; l < m.layers; ++l)
+        for (int64_t hd = 0; hd < m.heads; ++hd) {
+          std::vector<float> one = tr.attention(r, h, {transformer ? l : 0, transformer ? hd : -1});
+          one.resize(block);
+          const auto first = m.weights.begin() + std::ptrdiff_t(size_t(l * m.heads + hd) * block);
+          EXPECT_TRUE(std::equal(one.begin(), one.end(), first))
+              << "layer " << l << " head " << hd << " factor " << factor;
+        }
+    }
+  }
+  EXPECT_THROW(
+      (void)tr.attention_maps(SentenceResult{.skipped = SkipReason::Blank}, TranslatedHypothesis{}),
+      ValueError);
+}
+
+// The Python module and the server translate with one Translator per thread.
+TEST_P(TranslatorTest, TwoTranslatorsInTwoThreadsTranslateAsEachAlone) {
+  const Translator a = load(), b = load();
+  TranslateOptions o;
+  o.search.beam_size = 3;
+  o.search.keep_attention = true;
+  const std::vector<std::string> in(input_.begin(), input_.begin() + 6);
+  const auto alone = a.translate(in, o);
+  std::vector<SentenceResult> ra, rb;
+  {
+    std::thread ta([&] { ra = a.translate(in, o); });
+    std::thread tb([&] { rb = b.translate(in, o); });
+    ta.join();
+    tb.join();
+  }
+  ASSERT_EQ(ra.size(), alone.size());
+  ASSERT_EQ(rb.size(), alone.size());
+  for (size_t i = 0; i < alone.size(); ++i)
+    for (const auto* r : {&ra[i], &rb[i]}) {
+      ASSERT_EQ(r->hypotheses.size(), alone[i].hypotheses.size());
+      if (r->hypotheses.empty()) continue;  // a skipped line
+      EXPECT_EQ(r->hypotheses[0].tokens, alone[i].hypotheses[0].tokens) << "sentence " << i;
+      EXPECT_EQ(r->hypotheses[0].score, alone[i].hypotheses[0].score) << "sentence " << i;
+      EXPECT_EQ(r->hypotheses[0].attention, alone[i].hypotheses[0].attention) << "sentence " << i;
+    }
 }
 
 TEST_P(TranslatorTest, OptionsAreCheckedByFieldName) {

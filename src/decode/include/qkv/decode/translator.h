@@ -107,6 +107,20 @@ struct ScoreResult {
 data::Batch source_batch(const std::vector<std::vector<int32_t>>& rows,
                          const models::ModelConfig& config);
 
+// Every attention distribution of one translated hypothesis, as the front ends return it
+// (the Python module's arrays, the server's JSON): weights [layers, heads, target, source]
+// row-major, with the piece strings of both axes. A Transformer has dec_depth layers of
+// `heads` cross-attention heads; an attending rnn one layer of one head; a model that does
+// not attend none (layers = heads = 0, no weights, the token strings still given).
+struct AttentionMaps {
+  int64_t layers = 0, heads = 0;
+  std::vector<std::string> source_tokens;  // [Ts] the source pieces, then "</s>"
+  // [T + 1] the hypothesis' pieces, then "</s>" for the EOS step; [T] (no EOS row) for a
+  // hypothesis cut at the length limit.
+  std::vector<std::string> target_tokens;
+  std::vector<float> weights;  // layers × heads × target_tokens.size() × source_tokens.size()
+};
+
 // The driver over a model and its vocabulary, neither owned: both must outlive the
 // calls. The model is switched to evaluation mode. ConfigError for bad options (naming
 // the field), ResourceError when a batch would not fit in memory_limit().
@@ -125,7 +139,8 @@ std::vector<ScoreResult> score(models::Seq2Seq& model, const data::Vocab& vocab,
 // A loaded model directory (or file) with its vocabulary, ready to translate. Calls on
 // one Translator (and its copies, which share the model) run one at a time: the model's
 // decoder state is per call, but its evaluation-mode switch and dropout counters are
-// shared. Two Translators in two threads at once are not tested yet (issue 15 needs it).
+// shared. Different Translators (loaded separately) may run in different threads at once: the
+// thread pool runs a second caller's work serially on that caller (base/thread_pool.h).
 class Translator {
  public:
   // `path`: a model directory (its model.safetensors) or a model file; the vocabulary is
@@ -146,6 +161,12 @@ class Translator {
   std::vector<float> attention(const SentenceResult& sentence,
                                const TranslatedHypothesis& hypothesis,
                                const models::AttentionSelection& which) const;
+
+  // Every layer's and head's attention while reading `hypothesis`, in one teacher-forced
+  // pass (forced_attention_all): block (l, h) equals attention(sentence, hypothesis,
+  // {l, h}) bit for bit. ValueError when the sentence was not translated.
+  AttentionMaps attention_maps(const SentenceResult& sentence,
+                               const TranslatedHypothesis& hypothesis) const;
 
   models::Seq2Seq& model() const { return *model_; }
   const data::Vocab& vocab() const { return vocab_; }
