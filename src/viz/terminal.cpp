@@ -19,7 +19,7 @@ struct Layout {
   int label_width = 0;                            // display columns of the widest
   std::vector<std::vector<Glyph>> column_labels;  // [Tk] glyphs written top to bottom
   bool numbered = false;
-  int cell_width = 2;
+  int cell_width = 2;        // a glyph of the vertical labels and a space between neighbours
   size_t panel_columns = 0;  // columns per panel
 };
 
@@ -37,33 +37,22 @@ void rstrip(std::string& line) {
   line.erase(line.find_last_not_of(' ') + 1);
 }
 
-bool fits(const Layout& l, size_t columns, int cell_width, int max_width) {
-  return max_width <= 0 ||
-         l.label_width + kFrame + static_cast<int>(columns) * cell_width <= max_width;
-}
-
 Layout plan(const AttentionMap& map, const TerminalOptions& opt) {
   Layout l;
   for (const std::string& t : map.target) {
     l.row_labels.push_back(detail::truncate_to_width(t, opt.max_row_label_width));
     l.label_width = std::max(l.label_width, detail::display_width(l.row_labels.back()));
   }
-  bool any_wide = false;
   size_t tallest = 0;
-  for (const std::string& s : map.source) {
-    std::vector<Glyph> g = detail::glyphs(s);
-    for (const Glyph& x : g) any_wide |= x.width > 1;
-    tallest = std::max(tallest, g.size());
-  }
+  for (const std::string& s : map.source) tallest = std::max(tallest, detail::glyphs(s).size());
   const size_t cols = map.source.size();
   l.numbered = opt.column_labels == ColumnLabels::Numbered ||
                (opt.column_labels == ColumnLabels::Auto &&
                 tallest > static_cast<size_t>(opt.max_label_height));
-  // One-column cells only when that makes the whole grid fit and no header glyph is wide.
+  // Cells stay two columns wide, a label glyph and a space, even when that takes more
+  // panels: with one-column cells the vertical labels of neighbouring columns touched and
+  // read as one word ("w1w2" down the page at --width 40).
   l.cell_width = 2;
-  if (!fits(l, cols, 2, opt.max_width) && fits(l, cols, 1, opt.max_width) &&
-      (l.numbered || !any_wide))
-    l.cell_width = 1;
   for (size_t c = 0; c < cols; ++c) {
     l.column_labels.push_back(
         detail::glyphs(l.numbered ? std::to_string(c + 1) : std::string_view(map.source[c])));

@@ -46,8 +46,12 @@ cli::OptionSet attend_options() {
              "Write one PNG heatmap per sentence into this directory (created; a name ending "
              "in .svg or .png is refused).")
       .metavar("DIR");
+  o.add_switch("pieces",
+               "Show the subword pieces the model reads and writes (▁ marks a word start) "
+               "instead of words.");
   o.add_switch("merge-subwords",
-               "Show words: source pieces of a word summed, target pieces averaged.");
+               "Show words: source pieces of a word summed, target pieces averaged (the "
+               "default; kept for scripts that pass it).");
   o.add_validated("layer", "last", spec_validator("last"),
                   "Transformer: the decoder layer whose cross-attention is shown "
                   "(0-based, last, or all).");
@@ -155,8 +159,8 @@ void show_attention(const cli::ParsedOptions& p, const decode::Translator& tr,
   for (const Selection& s : shown) {
     std::vector<float> rows = tr.attention(r, h, s.which);
     rows.resize(h.token_log_probs.size() * r.source.size());  // a cut hypothesis has no EOS step
-    viz::AttentionMap map = decode::token_attention(tr.vocab(), r.source, h.tokens, rows,
-                                                    p.get<bool>("merge-subwords"));
+    viz::AttentionMap map =
+        decode::token_attention(tr.vocab(), r.source, h.tokens, rows, !p.get<bool>("pieces"));
     map.title = "line " + std::to_string(line.number) + (s.title.empty() ? "" : ": " + s.title);
     std::cout << viz::render_terminal(map, {.max_width = int(p.get<int64_t>("width")),
                                             .color = p.get<bool>("color")})
@@ -195,6 +199,9 @@ std::optional<std::string> skip_message(const cli::ParsedOptions& p, const model
 
 int attend(const cli::ParsedOptions& p) {
   if (p.get<int64_t>("threads") > 0) set_num_threads(int(p.get<int64_t>("threads")));
+  QKV_CHECK(!(p.get<bool>("pieces") && p.get<bool>("merge-subwords")), ConfigError,
+            "--pieces and --merge-subwords ask for opposite things: give one (words are the "
+            "default)");
   const decode::Translator tr = load_translator(p.get<fs::path>("model"));
   const models::ModelConfig& c = tr.model().config();
   const std::vector<Selection> shown = selections(p, c);

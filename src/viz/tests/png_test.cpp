@@ -66,8 +66,8 @@ class PngFiles : public ::testing::Test {
 
 TEST(Png, GrayscaleSizeAndPixels) {
   uint32_t format = 0;
-  const Image img =
-      decode(encode_png(map_2x3(), {.cell_px = 4, .color_map = ColorMap::Gray}), &format);
+  const Image img = decode(
+      encode_png(map_2x3(), {.cell_px = 4, .color_map = ColorMap::Gray, .labels = false}), &format);
   EXPECT_EQ(format & PNG_FORMAT_FLAG_COLOR, 0u);  // stored as grayscale
   EXPECT_EQ(img.width, 12u);
   EXPECT_EQ(img.height, 8u);
@@ -83,7 +83,7 @@ TEST(Png, GrayscaleSizeAndPixels) {
 
 TEST(Png, ViridisPixels) {
   uint32_t format = 0;
-  const Image img = decode(encode_png(map_2x3(), {.cell_px = 3}), &format);
+  const Image img = decode(encode_png(map_2x3(), {.cell_px = 3, .labels = false}), &format);
   EXPECT_NE(format & PNG_FORMAT_FLAG_COLOR, 0u);
   EXPECT_EQ(img.width, 9u);
   EXPECT_EQ(img.height, 6u);
@@ -96,7 +96,7 @@ TEST(Png, ViridisPixels) {
 TEST_F(PngFiles, WriteReplacesTheFileAndLeavesNoTemporary) {
   const fs::path path = dir_ / "map.png";
   { std::ofstream(path) << "old content"; }
-  write_png(path, map_2x3(), {.cell_px = 2});
+  write_png(path, map_2x3(), {.cell_px = 2, .labels = false});
   const Image img = decode(read_all(path));
   EXPECT_EQ(img.width, 6u);
   EXPECT_EQ(img.height, 4u);

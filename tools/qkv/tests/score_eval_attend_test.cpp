@@ -246,6 +246,18 @@ TEST_F(DecodeToolTest, AttendDrawsHeatmapsAndWritesSvgAndPngFiles) {
   }
   EXPECT_FALSE(fs::exists(dir_ / "svg" / "line-2.svg"));
 
+  // Words by default (--merge-subwords is that default), pieces when asked; not both.
+  const Result words = qkv({"attend", "-m", "tf"}, "src.txt");
+  const Result pieces = qkv({"attend", "-m", "tf", "--pieces"}, "src.txt");
+  ASSERT_EQ(words.code, 0) << words.err;
+  ASSERT_EQ(pieces.code, 0) << pieces.err;
+  EXPECT_EQ(words.out, r.out);
+  EXPECT_FALSE(contains(words.out, "\u2581")) << words.out;
+  EXPECT_TRUE(contains(pieces.out, "\u2581")) << pieces.out;
+  const Result both = qkv({"attend", "-m", "tf", "--pieces", "--merge-subwords"}, "src.txt");
+  EXPECT_EQ(both.code, 2);
+  EXPECT_TRUE(contains(both.err, "--pieces and --merge-subwords")) << both.err;
+
   // Every layer and head: one file each, named by layer and head.
   const Result all =
       qkv({"attend", "-m", "tf", "--svg", "all", "--layer", "all", "--head", "all"}, "src.txt");
@@ -272,7 +284,7 @@ TEST_F(DecodeToolTest, HelpListsTheFlags) {
         "--alignment-head"}},
       {"score", {"--model", "--src", "--tgt", "--mini-batch"}},
       {"eval", {"--ref", "--by-length"}},
-      {"attend", {"--model", "--svg", "--png", "--merge-subwords", "--layer", "--head"}}};
+      {"attend", {"--model", "--svg", "--png", "--pieces", "--layer", "--head"}}};
   for (const auto& [command, flags] : commands) {
     const Result h = qkv({command, "--help"});
     EXPECT_EQ(h.code, 0) << command;

@@ -98,15 +98,24 @@ struct SvgOptions {
 std::string render_svg(const AttentionMap& map, const SvgOptions& options = {});
 
 struct PngOptions {
-  int cell_px = 16;  // each weight becomes a cell_px × cell_px square
+  int cell_px = 24;  // each weight becomes a cell_px × cell_px square
   ColorMap color_map = ColorMap::Viridis;
+  // The title on top, the source tokens turned a quarter left above their columns, the
+  // target tokens left of their rows and a colour scale (0, 0.5, 1) on the right, in qkv's
+  // bitmap font (ASCII and accented Latin letters; other characters show as a box: use
+  // the SVG for other scripts). false: the bare grid, for thumbnails.
+  bool labels = true;
+  // Font pixels per glyph pixel: characters of 6·s × 11·s px (12 × 22 at 2). Labels need
+  // cell_px >= 11; a smaller cell lowers the scale to fit (cell_px / 11).
+  int font_scale = 2;
+  int max_label_chars = 20;  // longer tokens end in "…" (>= 2)
 };
 
-// The heatmap as PNG bytes: (Tk * cell_px) × (Tq * cell_px) pixels, 8-bit grayscale for
-// ColorMap::Gray, 8-bit RGB otherwise. No labels: text rendering would need a font
-// library; the SVG carries the labels, the PNG is for quick looks and thumbnails.
-// Throws ValueError for cell_px < 1, ResourceError when a side would exceed 32768 px or
-// the image 2^26 pixels.
+// The heatmap as PNG bytes, 8-bit grayscale for ColorMap::Gray, 8-bit RGB otherwise. With
+// labels the grid sits below and right of them; without, the image is exactly
+// (Tk * cell_px) × (Tq * cell_px). Throws ValueError for cell_px < 1 (or < 11 with
+// labels), font_scale outside [1, 16] or max_label_chars < 2, ResourceError when a side
+// would exceed 32768 px or the image 2^26 pixels.
 std::vector<uint8_t> encode_png(const AttentionMap& map, const PngOptions& options = {});
 
 // encode_png() written to `path` through a temporary file in the same directory and a
