@@ -1,10 +1,10 @@
 #include "detail/corpus.h"
 
-#include <cstdio>
 #include <set>
 
 #include "detail/text.h"
 #include "qkv/base/error.h"
+#include "qkv/base/format.h"
 
 #ifndef QKV_EVAL_VERSION
 #error "QKV_EVAL_VERSION is set by src/eval/CMakeLists.txt"
@@ -58,11 +58,7 @@ std::string version_text() {
 }
 
 std::string fixed(double value, int decimals) {
-  const int size = std::snprintf(nullptr, 0, "%.*f", decimals, value);
-  std::string out(size_t(size) + 1, '\0');
-  std::snprintf(out.data(), out.size(), "%.*f", decimals, value);
-  out.resize(size_t(size));
-  return out;
+  return format_fixed(value, decimals);
 }
 
 }  // namespace qkv::eval::detail

@@ -6,6 +6,8 @@
 #include <cmath>
 
 #include "qkv/base/error.h"
+#include "qkv/base/format.h"
+#include "qkv/experiment/finding.h"
 #include "qkv/io/atomic_file.h"
 
 namespace qkv::experiment {
@@ -13,11 +15,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// "-" for a value that was not measured (NaN), as the table's other empty cells.
 std::string fixed(double v, int decimals) {
-  if (!std::isfinite(v)) return "-";
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, decimals);
-  return {buf, r.ptr};
+  return std::isfinite(v) ? format_fixed(v, decimals) : "-";
 }
 
 // Shortest text that reads back to the same double (CSV keeps full precision).
@@ -246,6 +246,7 @@ viz::BucketChart bleu_chart(const Comparison& c) {
 viz::Report make_report(const Comparison& c, std::vector<viz::AttentionMap> samples) {
   viz::Report r;
   r.title = c.title;
+  r.finding = finding(c);
   r.notes = c.notes;
   r.table = summary_table(c);
   if (!c.variants.empty() && !filled_buckets(c).empty()) r.chart = bleu_chart(c);

@@ -59,6 +59,19 @@ struct Frame {
   double y(double v) const { return y1 - v / axis.max * (y1 - y0); }
 };
 
+// A value without the interval its series gives elsewhere: its bucket held too few
+// sentences to resample (eval::ByLengthOptions::bootstrap_min_sentences), so the value is
+// shown faded rather than with the same weight as the others.
+bool without_interval(const ChartSeries& s, size_t b) {
+  return !s.ci.empty() && s.values[b] && !s.ci[b];
+}
+
+bool any_without_interval(const BucketChart& chart, size_t b) {
+  for (const ChartSeries& s : chart.series)
+    if (without_interval(s, b)) return true;
+  return false;
+}
+
 void axes(std::string& out, const BucketChart& chart, const Frame& f) {
   out += "<g class=\"axes\" font-size=\"11\">\n";
   for (int i = 0; i * f.axis.step <= f.axis.max * (1 + 1e-9); ++i) {
@@ -80,7 +93,7 @@ void axes(std::string& out, const BucketChart& chart, const Frame& f) {
     if (!chart.counts.empty())
       out += "<text class=\"count\" x=\"" + cx + "\" y=\"" + fixed(f.y1 + 30, 1) +
              "\" text-anchor=\"middle\" fill=\"#666\">n=" + std::to_string(chart.counts[b]) +
-             "</text>\n";
+             (any_without_interval(chart, b) ? " \u00B7 no CI" : "") + "</text>\n";
   }
   out += "</g>\n";
   out += "<text class=\"x-label\" x=\"" + fixed((f.x0 + f.x1) / 2, 1) + "\" y=\"" +
@@ -125,16 +138,24 @@ void series(std::string& out, const BucketChart& chart, const Frame& f, size_t s
     const std::string tip = tooltip(ser, chart.buckets[b], v, ci);
     if (chart.kind == ChartKind::Bar) {
       x = left + group * 0.1 + (static_cast<double>(s) + 0.5) * bar;
-      out += "<rect class=\"bar\" x=\"" + fixed(x - bar / 2, 1) + "\" y=\"" + fixed(f.y(v), 1) +
-             "\" width=\"" + fixed(bar, 1) + "\" height=\"" + fixed(f.y1 - f.y(v), 1) +
-             "\" fill=\"" + color + "\">" + tip + "</rect>\n";
+      const bool faded = without_interval(ser, b);
+      out += std::string(faded ? "<rect class=\"bar few\"" : "<rect class=\"bar\"") + " x=\"" +
+             fixed(x - bar / 2, 1) + "\" y=\"" + fixed(f.y(v), 1) + "\" width=\"" + fixed(bar, 1) +
+             "\" height=\"" + fixed(f.y1 - f.y(v), 1) + "\" fill=\"" + color + "\"" +
+             (faded ? std::string(" fill-opacity=\"0.3\" stroke=\"") + color +
+                          "\" stroke-dasharray=\"3 2\""
+                    : "") +
+             ">" + tip + "</rect>\n";
     } else {
       x += (static_cast<double>(s) - (static_cast<double>(n) - 1) / 2) * 3;  // whiskers apart
       path += pen_down ? 'L' : 'M';
       path += fixed(x, 1) + " " + fixed(f.y(v), 1);
       pen_down = true;
-      points += "<circle class=\"point\" cx=\"" + fixed(x, 1) + "\" cy=\"" + fixed(f.y(v), 1) +
-                "\" r=\"3.5\" fill=\"" + color + "\">" + tip + "</circle>\n";
+      const bool faded = without_interval(ser, b);  // an open circle
+      points += std::string(faded ? "<circle class=\"point few\"" : "<circle class=\"point\"") +
+                " cx=\"" + fixed(x, 1) + "\" cy=\"" + fixed(f.y(v), 1) + "\" r=\"3.5\" fill=\"" +
+                (faded ? std::string("#fff\" stroke=\"") + color : std::string(color)) + "\">" +
+                tip + "</circle>\n";
     }
     if (ci) whisker(out, f, x, *ci);
   }
@@ -214,6 +235,12 @@ std::string render_chart(const BucketChart& chart) {
   out += "<text class=\"heading\" x=\"" + fixed(f.x0, 1) +
          "\" y=\"22\" font-size=\"14\" font-weight=\"bold\">" + xml_escape(chart.title) +
          "</text>\n";
+  bool faded = false;
+  for (size_t b = 0; b < chart.buckets.size(); ++b) faded = faded || any_without_interval(chart, b);
+  if (faded)
+    out += "<text class=\"faded-note\" x=\"" + fixed(f.x0, 1) +
+           "\" y=\"36\" font-size=\"11\" fill=\"#666\">faded: a bucket with too few sentences "
+           "for an interval (no CI)</text>\n";
   axes(out, chart, f);
   for (size_t s = 0; s < chart.series.size(); ++s) series(out, chart, f, s);
   legend(out, chart, f);

@@ -18,10 +18,15 @@ body { font-family: "DejaVu Sans", "Noto Sans", Arial, sans-serif; margin: 2em a
 h1 { font-size: 1.6em; margin-bottom: 0.2em; }
 h2 { font-size: 1.25em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; margin-top: 2em; }
 h3 { font-size: 1.05em; margin-bottom: 0.3em; }
+.finding { font-size: 1.1em; margin: 0.6em 0 1em; }
+details.method { margin: 0.5em 0 1em; }
+details.method summary { cursor: pointer; color: #555; }
 .note { color: #555; margin: 0.2em 0; }
-table { border-collapse: collapse; margin: 1em 0; font-size: 0.95em; }
-th, td { border: 1px solid #ccc; padding: 0.3em 0.7em; text-align: left; }
-th { background: #f3f3f3; }
+.table-wrap { max-width: 100%; overflow-x: auto; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 0.85em; }
+th, td { border: 1px solid #ccc; padding: 0.3em 0.45em; text-align: left; }
+th { background: #f3f3f3; font-weight: 600; vertical-align: bottom; }
+td { white-space: nowrap; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tbody tr:nth-child(even) { background: #fafafa; }
 figure { margin: 1em 0; overflow-x: auto; }
@@ -85,6 +90,7 @@ bool is_number(std::string_view s) {
 
 void check_report(const Report& r) {
   detail::check_utf8(r.title, "report title");
+  detail::check_utf8(r.finding, "report finding");
   for (const std::string& n : r.notes) detail::check_utf8(n, "report note");
   const ReportTable& t = r.table;
   QKV_CHECK(!t.columns.empty() || t.rows.empty(), ValueError, "report table has ", t.rows.size(),
@@ -101,7 +107,11 @@ void check_report(const Report& r) {
 }
 
 void table(std::string& out, const ReportTable& t) {
-  out += "<section id=\"comparison\">\n<h2>Comparison</h2>\n<table>\n<thead><tr>";
+  // Headers may wrap at their spaces, numbers never (td: nowrap); the wrapper scrolls
+  // rather than let a very wide table push the page wider than the window.
+  out +=
+      "<section id=\"comparison\">\n<h2>Comparison</h2>\n<div class=\"table-wrap\">\n<table>\n"
+      "<thead><tr>";
   for (const std::string& c : t.columns) out += "<th>" + xml_escape(c) + "</th>";
   out += "</tr></thead>\n<tbody>\n";
   for (const std::vector<std::string>& row : t.rows) {
@@ -110,7 +120,7 @@ void table(std::string& out, const ReportTable& t) {
       out += (is_number(c) ? "<td class=\"num\">" : "<td>") + xml_escape(c) + "</td>";
     out += "</tr>\n";
   }
-  out += "</tbody>\n</table>\n</section>\n";
+  out += "</tbody>\n</table>\n</div>\n</section>\n";
 }
 
 // A sentence as one <span> per token. Target words (is_target) are focusable, so the
@@ -155,7 +165,14 @@ std::string render_report(const Report& report) {
   out += "<title>" + xml_escape(report.title) + "</title>\n";
   out += "<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n";
   out += "<h1>" + xml_escape(report.title) + "</h1>\n";
-  for (const std::string& n : report.notes) out += "<p class=\"note\">" + xml_escape(n) + "</p>\n";
+  if (!report.finding.empty())
+    out += "<p class=\"finding\"><strong>" + xml_escape(report.finding) + "</strong></p>\n";
+  if (!report.notes.empty()) {
+    out += "<details class=\"method\">\n<summary>Method: how this comparison was run</summary>\n";
+    for (const std::string& n : report.notes)
+      out += "<p class=\"note\">" + xml_escape(n) + "</p>\n";
+    out += "</details>\n";
+  }
   if (!report.table.columns.empty()) table(out, report.table);
   if (report.chart) {
     out += "<section id=\"by-length\">\n<h2>Quality by source length</h2>\n<figure>\n" +

@@ -1,9 +1,9 @@
 #include "detail/text.h"
 
-#include <charconv>
 #include <cmath>
 
 #include "qkv/base/error.h"
+#include "qkv/base/format.h"
 
 namespace qkv::viz::detail {
 namespace {
@@ -172,16 +172,9 @@ std::string xml_escape(std::string_view s) {
 }
 
 std::string fixed(double value, int decimals) {
-  char buf[64];
-  // to_chars ignores the locale, unlike printf, so a German locale cannot turn 0.5 into
-  // "0,5" inside SVG coordinates.
-  const auto [end, ec] =
-      std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed, decimals);
-  if (ec != std::errc()) return std::isfinite(value) ? "0" : "nan";
-  std::string out(buf, end);
-  if (out == "-0" || out.find_first_not_of("-0.") == std::string::npos) {
-    if (out.front() == '-') out.erase(0, 1);  // no "-0.00"
-  }
+  std::string out = format_fixed(value, decimals);
+  if (out.front() == '-' && out.find_first_not_of("-0.") == std::string::npos)
+    out.erase(0, 1);  // no "-0.00" in a coordinate or a label
   return out;
 }
 

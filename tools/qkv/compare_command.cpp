@@ -14,6 +14,7 @@
 #include "compare_support.h"
 #include "experiment_commands.h"
 #include "qkv/base/thread_pool.h"
+#include "qkv/experiment/finding.h"
 #include "qkv/experiment/results.h"
 #include "qkv/experiment/runner.h"
 #include "qkv/experiment/samples.h"
@@ -229,7 +230,10 @@ int run(Run& r) {
         snapshot.variants.push_back(it->second);
     experiment::write_results(r.out, snapshot, maps);
   }
-  std::cout << experiment::format_table(experiment::summary_table(comparison)) << std::flush;
+  std::cout << experiment::format_table(experiment::summary_table(comparison));
+  if (const std::string found = experiment::finding(comparison); !found.empty())
+    std::cout << "\n" << found << "\n";
+  std::cout << std::flush;
   std::cerr << "[compare] wrote " << (r.out / experiment::kCompareCsv).string() << ", "
             << experiment::kCompareJson << ", " << experiment::kChartSvg << ", "
             << experiment::kSamplesJson << ", models/, hyps/";

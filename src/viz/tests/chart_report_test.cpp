@@ -46,6 +46,25 @@ TEST(Chart, BarsLabelsCountsWhiskersAndLegend) {
   EXPECT_EQ(svg.find(">35</text>"), std::string::npos);
 }
 
+TEST(Chart, ValuesWithoutTheirIntervalAreFadedAndCountedAsSuch) {
+  BucketChart c = chart();
+  c.series[1].values[2] = 25.0;  // 50+: a value, but too few sentences (0 here) for a CI
+  const std::string svg = render_chart(c);
+  EXPECT_EQ(xml_errors(svg), "") << svg;
+  EXPECT_EQ(count(svg, "<rect class=\"bar\""), 4u);
+  EXPECT_EQ(count(svg, "<rect class=\"bar few\""), 1u);
+  EXPECT_NE(svg.find("fill-opacity=\"0.3\""), std::string::npos);
+  EXPECT_NE(svg.find(">n=0 \u00B7 no CI<"), std::string::npos);
+  EXPECT_NE(svg.find(">n=120<"), std::string::npos);  // buckets with an interval unchanged
+  EXPECT_NE(svg.find("class=\"faded-note\""), std::string::npos);
+  // A series that has no interval anywhere is not faded: nothing was resampled at all.
+  EXPECT_EQ(render_chart(chart()).find("few"), std::string::npos);
+  c.kind = ChartKind::Line;
+  const std::string lines = render_chart(c);
+  EXPECT_EQ(xml_errors(lines), "") << lines;
+  EXPECT_EQ(count(lines, "<circle class=\"point few\""), 1u);
+}
+
 TEST(Chart, LinesBreakAtMissingValues) {
   BucketChart c = chart();
   c.kind = ChartKind::Line;
@@ -116,6 +135,30 @@ TEST(Report, SelfContainedValidPageWithAllParts) {
   EXPECT_EQ(count(html, "<span class=\"sw\" data-col="), 6u);
   EXPECT_NE(html.find("<h3>sentence 1 &amp; 2</h3>"), std::string::npos);
   EXPECT_NE(html.find("mouseenter"), std::string::npos);
+}
+
+TEST(Report, TheFindingComesFirstAndTheMethodIsCollapsed) {
+  Report r = report();
+  r.finding = "transformer is best: 31.0 BLEU, 2.5× rnn:none (12.30) & more";
+  const std::string html = render_report(r);
+  EXPECT_EQ(xml_errors(html, true), "");
+  const size_t h1 = html.find("</h1>"), finding = html.find("<p class=\"finding\">"),
+               method = html.find("<details class=\"method\">"),
+               note = html.find("qkv compare --variants"), table = html.find("<table>");
+  ASSERT_NE(finding, std::string::npos);
+  EXPECT_NE(html.find("2.5× rnn:none (12.30) &amp; more"), std::string::npos);
+  EXPECT_LT(h1, finding);
+  EXPECT_LT(finding, method);
+  EXPECT_LT(method, note);
+  EXPECT_LT(note, html.find("</details>"));
+  EXPECT_LT(html.find("</details>"), table);
+  EXPECT_EQ(html.find("<details class=\"method\" open"), std::string::npos);  // collapsed
+  // The table scrolls inside its wrapper instead of widening the page.
+  EXPECT_NE(html.find("<div class=\"table-wrap\">\n<table>"), std::string::npos);
+  // Without a finding or notes neither element is written.
+  const std::string bare = render_report({.table = r.table});
+  EXPECT_EQ(bare.find("class=\"finding\""), std::string::npos);
+  EXPECT_EQ(bare.find("<details"), std::string::npos);
 }
 
 TEST(Report, HostileTokensAreEscapedNotExecuted) {

@@ -2,8 +2,9 @@
 // headless Chromium (Debian's `chromium`, installed by scripts/setup.sh) renders the page.
 // Checked: the DOM after the page's script ran has the table rows, the chart and the
 // heatmap cells; nothing is logged to the console (an uncaught error would be); hovering
-// a target word shades source words. A screenshot is left in the test's output directory
-// (QKV_TEST_OUTPUT_DIR) for a human to look at.
+// a target word shades source words; the finding line comes first, the method is
+// collapsed, the table fits a 1200 px window with no number broken. A screenshot is left in the
+// test's output directory (QKV_TEST_OUTPUT_DIR) for a human to look at.
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -70,8 +71,27 @@ std::string with_probes(std::string html) {
       " var active = word.classList.contains('active');"
       " document.body.setAttribute('data-hover', 'shaded=' + shaded + ' active=' + active);"
       "})();</script>";
+  // The page's layout at the window's width: the finding right under the title, the
+  // method collapsed, the table inside the page without a scroll bar, and no number
+  // broken over two lines (a text range with more than one line box).
+  const std::string layout =
+      "<script>(function () {"
+      " var first = document.querySelector('h1').nextElementSibling;"
+      " var finding = first && first.className === 'finding' ? first.textContent : '';"
+      " var wrap = document.querySelector('.table-wrap');"
+      " var fits = !!wrap && wrap.scrollWidth <= wrap.clientWidth + 1 &&"
+      "   wrap.getBoundingClientRect().right <= window.innerWidth;"
+      " var broken = 0;"
+      " document.querySelectorAll('td').forEach(function (td) {"
+      "   var r = document.createRange(); r.selectNodeContents(td);"
+      "   if (r.getClientRects().length > 1) broken++; });"
+      " var method = document.querySelector('details.method');"
+      " document.body.setAttribute('data-layout', 'fits=' + fits + ' broken=' + broken +"
+      "   ' method=' + (method ? (method.open ? 'open' : 'closed') : 'none'));"
+      " document.body.setAttribute('data-finding', finding);"
+      "})();</script>";
   html.insert(html.find("<head>") + 6, recorder);
-  html.insert(html.rfind("</body>"), hover);
+  html.insert(html.rfind("</body>"), hover + layout);
   return html;
 }
 
@@ -108,7 +128,7 @@ TEST(ReportRender, ChromiumShowsTableChartAndHeatmapsWithoutConsoleErrors) {
   // Hovering a target word shades source words.
   const fs::path probed = dir / "probed.html";
   { std::ofstream(probed) << with_probes(read_text(shown / "report.html")); }
-  const ToolResult hover = chromium(dir, probed, "--dump-dom");
+  const ToolResult hover = chromium(dir, probed, "--window-size=1200,2400 --dump-dom");
   ASSERT_EQ(hover.code, 0) << hover.err;
   // The recorder's own text names the attribute in single quotes; set, it has a value.
   EXPECT_FALSE(has(hover.out, "data-js-error=\"")) << hover.out.substr(0, 300);
@@ -118,6 +138,17 @@ TEST(ReportRender, ChromiumShowsTableChartAndHeatmapsWithoutConsoleErrors) {
   const std::string probe = hover.out.substr(at + 19, hover.out.find('"', at + 19) - at - 19);
   EXPECT_GT(std::stoi(probe), 0) << "no source word was shaded: " << probe;
   EXPECT_TRUE(has(probe, "active=true")) << probe;
+
+  // What the page says first, and how its table sits at a 1200 px window.
+  EXPECT_TRUE(has(hover.out, "data-layout=\"fits=true broken=0 method=closed\""))
+      << hover.out.substr(hover.out.find("data-layout"), 80);
+  const size_t f = hover.out.find("data-finding=\"");
+  ASSERT_NE(f, std::string::npos);
+  const std::string finding = hover.out.substr(f + 14, hover.out.find('"', f + 14) - f - 14);
+  EXPECT_TRUE(has(finding, " is best: ") || has(finding, " tie for best: ") ||
+              has(finding, "no variant scored"))
+      << finding;
+  EXPECT_TRUE(has(compare.out, finding)) << "qkv compare prints the same finding:\n" << compare.out;
 
   // A screenshot for people.
   fs::remove(shown / "report.png");

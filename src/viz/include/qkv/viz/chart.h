@@ -19,7 +19,9 @@ struct Interval {
 struct ChartSeries {
   std::string name;                           // legend entry, e.g. "rnn:additive"
   std::vector<std::optional<double>> values;  // [buckets]; unset: no score (gap)
-  std::vector<std::optional<Interval>> ci;    // [buckets] or empty: no whiskers
+  // [buckets] or empty: no whiskers. A value whose interval is unset while others have
+  // one (a bucket too small to resample) is drawn faded, its count marked "no CI".
+  std::vector<std::optional<Interval>> ci;
 };
 
 enum class ChartKind {

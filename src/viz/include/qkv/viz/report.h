@@ -21,7 +21,12 @@ struct ReportTable {
 
 struct Report {
   std::string title = "qkv comparison";
-  std::vector<std::string> notes;     // paragraphs under the title (command, data, date)
+  // One line under the title saying what the comparison found, computed by the caller from
+  // the results (experiment::finding); omitted when empty.
+  std::string finding;
+  // How it was run (command, data, budget, machine): paragraphs in a collapsed "Method"
+  // section, so the finding and the table come first.
+  std::vector<std::string> notes;
   ReportTable table;                  // omitted when it has no columns
   std::optional<BucketChart> chart;   // BLEU by length
   std::vector<AttentionMap> samples;  // heatmaps; each map's title is its caption
