@@ -10,6 +10,7 @@
 #include "qkv/base/plural.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/cli/options.h"
+#include "qkv/cli/progress.h"
 #include "qkv/decode/alignment.h"
 #include "qkv/decode/translator.h"
 #include "qkv/io/atomic_file.h"
@@ -70,6 +71,7 @@ cli::OptionSet attend_options() {
   o.add_int("width", 100, "Terminal columns for the heatmap (0: unlimited).").range(0, 100000);
   o.add_switch("color", "Colour the terminal heatmap (ANSI 256 colours) instead of shading it.");
   o.add_int("threads", 0, "Worker threads (0: QKV_NUM_THREADS or all cores).").range(0, 256);
+  cli::add_progress_option(o);
   return o;
 }
 
@@ -210,8 +212,12 @@ int attend(const cli::ParsedOptions& p) {
   const decode::TranslateOptions search = attend_search(p);
   LineReader reader(std::cin, kMaxLineBytes);
   data::Line line;
-  int64_t shown_lines = 0;
+  int64_t shown_lines = 0, consumed = 0;
+  cli::Progress progress("qkv attend", "line", cli::progress_interval(p), cli::stdin_file_size(),
+                         std::cerr);
   while (reader.next(line)) {
+    consumed += int64_t(line.text.size()) + 1;
+    progress.update(line.number - 1, consumed);
     const std::vector<std::string> text = {line.status == data::LineStatus::Ok ? line.text : ""};
     const decode::SentenceResult r = tr.translate(text, search)[0];
     if (const auto problem = skip_message(p, c, line, r)) {

@@ -5,13 +5,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 
 #include "qkv/base/error.h"
+#include "qkv/base/format.h"
 
 namespace qkv::tool {
 
@@ -158,11 +157,7 @@ int64_t max_source_tokens(const models::ModelConfig& config, int64_t max_length)
 }
 
 std::string fixed(double value, int decimals) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value < 0 ? "-inf" : "inf";
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed, decimals);
-  return {buf, r.ptr};
+  return format_fixed(value, decimals);
 }
 
 }  // namespace qkv::tool

@@ -7,6 +7,7 @@
 #include "decode_support.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/cli/options.h"
+#include "qkv/cli/progress.h"
 #include "qkv/decode/translator.h"
 
 namespace qkv::tool {
@@ -32,6 +33,7 @@ cli::OptionSet score_options() {
       .range(1, 1e7);
   o.add_int("mini-batch", 32, "Pairs scored together.").range(1, 100000);
   o.add_int("threads", 0, "Worker threads (0: QKV_NUM_THREADS or all cores).").range(0, 256);
+  cli::add_progress_option(o);
   return o;
 }
 
@@ -156,7 +158,10 @@ void score_chunk(const std::vector<Pair>& pairs, const decode::Translator& tr,
 }
 
 template <class Source>
-void score_all(Source& source, const decode::Translator& tr, const cli::ParsedOptions& p) {
+void score_all(Source& source, const decode::Translator& tr, const cli::ParsedOptions& p,
+               int64_t input_bytes) {
+  cli::Progress progress("qkv score", "pair", cli::progress_interval(p), input_bytes, std::cerr);
+  int64_t scored = 0, consumed = 0;
   const auto chunk = size_t(p.get<int64_t>("mini-batch")) * 10;
   // Also capped in bytes (pairs of up to 1 MiB a side), so a large input is never held
   // whole.
@@ -172,6 +177,7 @@ void score_all(Source& source, const decode::Translator& tr, const cli::ParsedOp
       bytes += pair.source.size() + pair.target.size();
       pairs.push_back(std::move(pair));
     }
+    consumed += int64_t(bytes + 2 * pairs.size());  // and the separators
     if (pairs.empty()) continue;
     // Lines before the first with ` ||| ` wait (unscored: they have no pair), so input
     // in the wrong format is refused with nothing written rather than as empty lines.
@@ -179,7 +185,9 @@ void score_all(Source& source, const decode::Translator& tr, const cli::ParsedOp
                 std::make_move_iterator(pairs.end()));
     if (!source.format_seen()) continue;
     score_chunk(held, tr, p);
+    scored += int64_t(held.size());
     held.clear();
+    progress.update(scored, consumed);
   }
   source.check_format();
   if (!held.empty()) score_chunk(held, tr, p);  // only unusable lines: empty lines, warned
@@ -193,10 +201,16 @@ int score(const cli::ParsedOptions& p) {
   const decode::Translator tr = load_translator(p.get<fs::path>("model"));
   if (p.has("src")) {
     FilePairs files(p.get<fs::path>("src"), p.get<fs::path>("tgt"));
-    score_all(files, tr, p);
+    std::error_code ec;  // a size unknown (a pipe, a FIFO) only drops the share done
+    const auto size = [&](const char* flag) {
+      const auto s = fs::file_size(p.get<fs::path>(flag), ec);
+      return ec ? int64_t{0} : int64_t(s);
+    };
+    const int64_t src = size("src"), tgt = size("tgt");
+    score_all(files, tr, p, src > 0 && tgt > 0 ? src + tgt : 0);
   } else {
     StdinPairs in;
-    score_all(in, tr, p);
+    score_all(in, tr, p, cli::stdin_file_size());
   }
   return kExitOk;
 }

@@ -8,6 +8,7 @@
 #include "qkv/base/plural.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/cli/options.h"
+#include "qkv/cli/progress.h"
 #include "qkv/decode/alignment.h"
 #include "qkv/decode/translator.h"
 
@@ -57,6 +58,7 @@ cli::OptionSet translate_options() {
             "Mini-batches read ahead and sorted by length, so batches hold similar lengths.")
       .range(1, 10000);
   o.add_int("threads", 0, "Worker threads (0: QKV_NUM_THREADS or all cores).").range(0, 256);
+  cli::add_progress_option(o);
   o.add_enum("alignment", {"hard", "soft"}, std::nullopt,
              "Append ` ||| ` and word alignments from attention: hard = Pharaoh `s-t` pairs "
              "(0-based words), soft = per target word its source-word weights "
@@ -198,6 +200,9 @@ int translate(const cli::ParsedOptions& p) {
   LineReader reader(std::cin, kMaxLineBytes);
   const auto chunk = size_t(p.get<int64_t>("mini-batch") * p.get<int64_t>("maxi-batch"));
   std::vector<data::Line> lines;
+  cli::Progress progress("qkv translate", "line", cli::progress_interval(p), cli::stdin_file_size(),
+                         std::cerr);
+  int64_t consumed = 0;  // input bytes, for the share done
   for (bool more = true; more;) {
     lines.clear();
     data::Line line;
@@ -209,7 +214,10 @@ int translate(const cli::ParsedOptions& p) {
       bytes += line.text.size();
       lines.push_back(std::move(line));
     }
-    if (!lines.empty()) translate_chunk(job, lines);
+    if (lines.empty()) continue;
+    translate_chunk(job, lines);
+    consumed += int64_t(bytes + lines.size());  // and their line breaks
+    progress.update(job.sentence_id, consumed);
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -70,6 +70,36 @@ TEST_F(DecodeToolTest, TranslateWritesExactlyOneLinePerInputLine) {
   EXPECT_EQ(none.out, "");
 }
 
+// Long jobs report progress on stderr: with --disp-seconds given (or on a terminal), lines
+// done, lines/s and, for a file on stdin, the share done and time left; a pipe or log
+// gets none unless asked, so nothing changes on stdout either way.
+TEST_F(DecodeToolTest, ProgressLinesWhenAskedAndNoneInALog) {
+  make_model_dir("tf", models::ModelType::Transformer, models::AttentionKind::ScaledDot);
+  std::string text;
+  for (int i = 0; i < 12; ++i) text += "the red dog runs\n";
+  write("many.txt", text);
+  write("pairs.txt", "the red dog runs ||| a dog\nthe cat ||| a cat\n");
+  const Result quiet = qkv({"translate", "-m", "tf", "--mini-batch", "1"}, "many.txt");
+  const Result shown =
+      qkv({"translate", "-m", "tf", "--mini-batch", "1", "--disp-seconds", "0.000001"},
+          "many.txt");
+  ASSERT_EQ(quiet.code, 0) << quiet.err;
+  ASSERT_EQ(shown.code, 0) << shown.err;
+  EXPECT_EQ(shown.out, quiet.out);
+  EXPECT_FALSE(contains(quiet.err, "lines/s")) << quiet.err;
+  EXPECT_TRUE(contains(shown.err, "qkv translate: 12 lines, ")) << shown.err;
+  EXPECT_TRUE(contains(shown.err, "% of the input, about ")) << shown.err;
+  const Result score = qkv({"score", "-m", "tf", "--disp-seconds", "0.000001"}, "pairs.txt");
+  ASSERT_EQ(score.code, 0) << score.err;
+  EXPECT_TRUE(contains(score.err, "qkv score: 2 pairs, ")) << score.err;
+  const Result attend = qkv({"attend", "-m", "tf", "--disp-seconds", "0.000001"}, "many.txt");
+  ASSERT_EQ(attend.code, 0) << attend.err;
+  EXPECT_TRUE(contains(attend.err, "qkv attend: 11 lines, ")) << attend.err;
+  const Result bad = qkv({"translate", "-m", "tf", "--disp-seconds", "-1"}, "many.txt");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_TRUE(contains(bad.err, "--disp-seconds")) << bad.err;
+}
+
 TEST_F(DecodeToolTest, TranslateOverlongLinesByBytes) {
   make_model_dir("tf", models::ModelType::Transformer, models::AttentionKind::ScaledDot);
   write("long.txt", "red dog\n" + std::string((1 << 20) + 10, 'a') + "\nblue cat\n");
