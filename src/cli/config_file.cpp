@@ -12,6 +12,7 @@
 
 #include "detail/values.h"
 #include "qkv/base/error.h"
+#include "qkv/base/utf8.h"
 
 namespace qkv::cli::detail {
 
@@ -29,33 +30,6 @@ std::string read_config(const std::string& path) {
   QKV_CHECK(in.good() || in.eof(), ConfigError, "--config ", path,
             ": cannot be read (check its permissions)");
   return text.str();
-}
-
-// Length of the valid UTF-8 sequence at s[i] (strict: no overlong forms, surrogates or
-// code points above U+10FFFF), or 0 when the bytes there are not one.
-size_t utf8_sequence_length(std::string_view s, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char lead = byte(i);
-  if (lead < 0x80) return 1;
-  size_t n = 0;
-  unsigned char lo = 0x80, hi = 0xBF;  // range of the second byte
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    n = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    n = 3;
-    if (lead == 0xE0) lo = 0xA0;  // overlong
-    if (lead == 0xED) hi = 0x9F;  // surrogates
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    n = 4;
-    if (lead == 0xF0) lo = 0x90;  // overlong
-    if (lead == 0xF4) hi = 0x8F;  // above U+10FFFF
-  } else {
-    return 0;
-  }
-  if (i + n > s.size() || byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (size_t k = 2; k < n; ++k)
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-  return n;
 }
 
 // True for the C0 control characters other than tab and line breaks, which YAML does not
@@ -80,7 +54,7 @@ void check_text(const std::string& path, std::string_view text) {
   int line = 1;
   size_t line_start = 0;
   for (size_t i = 0; i < text.size();) {
-    const size_t n = utf8_sequence_length(text, i);
+    const size_t n = utf8::sequence_length(text, i);  // 0: not UTF-8
     const auto c = static_cast<unsigned char>(text[i]);
     if (n == 0 || is_unprintable(text, i)) {
       char what[64];

@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "detail/safetensors_layout.h"
-#include "detail/utf8.h"
 #include "qkv/base/error.h"
+#include "qkv/base/utf8.h"
 #include "qkv/io/safetensors.h"
 
 // Every message starts with the file; `source` is in scope wherever these are used.
@@ -282,8 +282,8 @@ std::uint64_t parse_header_length(std::span<const std::byte, 8> prefix, std::uin
 
 SafetensorsLayout parse_header(std::string_view header, std::uint64_t data_size,
                                std::string_view source) {
-  if (const auto bad = first_invalid_utf8(header))
-    QKV_BAD_FILE("the header is not valid UTF-8 (byte ", *bad, " of the header)");
+  if (const size_t bad = utf8::first_invalid(header); bad != std::string_view::npos)
+    QKV_BAD_FILE("the header is not valid UTF-8 (byte ", bad, " of the header)");
   // JSON has no place for a raw NUL, and nlohmann's lexer would take one for the end of
   // the input, silently ignoring whatever follows it.
   if (const std::size_t nul = header.find('\0'); nul != std::string_view::npos)

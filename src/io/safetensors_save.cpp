@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "detail/utf8.h"
 #include "qkv/base/error.h"
 #include "qkv/base/function_ref.h"
+#include "qkv/base/utf8.h"
 #include "qkv/io/atomic_file.h"
 #include "qkv/io/safetensors.h"
 
@@ -24,9 +24,9 @@ using OrderedJson = nlohmann::ordered_json;
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 void check_utf8(std::string_view text, const char* what) {
-  const auto bad = detail::first_invalid_utf8(text);
-  QKV_CHECK(!bad, ValueError, "save_safetensors: ", what, " is not valid UTF-8 (byte ",
-            bad.value_or(0), "); safetensors headers are UTF-8 JSON");
+  const size_t bad = utf8::first_invalid(text);
+  QKV_CHECK(bad == std::string_view::npos, ValueError, "save_safetensors: ", what,
+            " is not valid UTF-8 (byte ", bad, "); safetensors headers are UTF-8 JSON");
 }
 
 std::uint64_t byte_size(const Tensor& t) {

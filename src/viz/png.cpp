@@ -16,6 +16,7 @@
 #include "detail/raster.h"
 #include "detail/text.h"
 #include "qkv/base/error.h"
+#include "qkv/base/utf8.h"
 #include "qkv/viz/heatmap.h"
 
 namespace qkv::viz {
@@ -84,7 +85,7 @@ constexpr size_t kMaxTitleChars = 80;
 constexpr Rgb kPaper{255, 255, 255}, kInk{34, 34, 34};
 
 std::u32string shortened(std::string_view label, size_t max_chars) {
-  std::u32string s = detail::decode_utf8(label);
+  std::u32string s = utf8::decode(label);
   if (s.size() > max_chars) {
     s.resize(max_chars - 1);
     s += U'\u2026';

@@ -5,6 +5,7 @@
 
 #include "detail/text.h"
 #include "qkv/base/error.h"
+#include "qkv/base/utf8.h"
 #include "qkv/viz/heatmap.h"
 
 namespace qkv::viz {
@@ -70,7 +71,7 @@ Layout plan(const AttentionMap& map, const TerminalOptions& opt) {
 std::string cell(float w, const Layout& l, bool color) {
   if (!color) {
     std::string glyph;
-    detail::append_utf8(glyph, shade_for(w));
+    utf8::append(glyph, shade_for(w));
     return repeat(glyph, static_cast<size_t>(l.cell_width));
   }
   // In colour the block is always full: the viridis colour carries the weight, and even a

@@ -4,35 +4,10 @@
 
 #include "qkv/base/error.h"
 #include "qkv/base/format.h"
+#include "qkv/base/utf8.h"
 
 namespace qkv::viz::detail {
 namespace {
-
-// Length of the valid UTF-8 sequence at s[i], or 0 when it is invalid (RFC 3629).
-size_t sequence_length(std::string_view s, size_t i) {
-  const auto at = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  const unsigned char c = at(0);
-  if (c < 0x80) return 1;
-  size_t n = 0;
-  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;  // overlong
-    if (c == 0xED) hi = 0x9F;  // UTF-16 surrogates
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;  // overlong
-    if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
-  } else {
-    return 0;
-  }
-  if (i + n > s.size() || at(1) < lo || at(1) > hi) return 0;
-  for (size_t k = 2; k < n; ++k)
-    if ((at(k) & 0xC0) != 0x80) return 0;
-  return n;
-}
 
 struct Range {
   char32_t first, last;
@@ -61,44 +36,9 @@ constexpr Range kWide[] = {{0x1100, 0x115F},   {0x2E80, 0x303E},   {0x3041, 0x33
 }  // namespace
 
 void check_utf8(std::string_view s, std::string_view what) {
-  for (size_t i = 0; i < s.size();) {
-    const size_t n = sequence_length(s, i);
-    QKV_CHECK(n != 0, ValueError, what, " is not valid UTF-8 (byte ", i + 1, " of ", s.size(),
-              "); pass UTF-8 text");
-    i += n;
-  }
-}
-
-std::u32string decode_utf8(std::string_view s) {
-  std::u32string out;
-  for (size_t i = 0; i < s.size();) {
-    const auto lead = static_cast<unsigned char>(s[i]);
-    const size_t n = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
-    char32_t c = n == 1 ? lead : lead & (0xFF >> (n + 1));
-    for (size_t k = 1; k < n && i + k < s.size(); ++k)
-      c = (c << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-    out += c;
-    i += n;
-  }
-  return out;
-}
-
-void append_utf8(std::string& out, char32_t c) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xC0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xE0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  }
+  const size_t bad = utf8::first_invalid(s);
+  QKV_CHECK(bad == std::string_view::npos, ValueError, what, " is not valid UTF-8 (byte ", bad + 1,
+            " of ", s.size(), "); pass UTF-8 text");
 }
 
 int char_width(char32_t c) {
@@ -110,20 +50,20 @@ int char_width(char32_t c) {
 
 int display_width(std::string_view s) {
   int width = 0;
-  for (char32_t c : decode_utf8(s)) width += char_width(c);
+  for (char32_t c : utf8::decode(s)) width += char_width(c);
   return width;
 }
 
 std::vector<Glyph> glyphs(std::string_view s) {
   std::vector<Glyph> out;
-  for (char32_t c : decode_utf8(s)) {
+  for (char32_t c : utf8::decode(s)) {
     const int w = char_width(c);
     if (w == 0 && !out.empty()) {
-      append_utf8(out.back().text, c);  // a combining mark stays on its base character
+      utf8::append(out.back().text, c);  // a combining mark stays on its base character
       continue;
     }
     out.push_back({});
-    append_utf8(out.back().text, c);
+    utf8::append(out.back().text, c);
     out.back().width = w;
   }
   return out;

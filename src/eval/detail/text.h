@@ -10,11 +10,9 @@
 
 namespace qkv::eval::detail {
 
-// Byte offset of the first byte that does not start a valid UTF-8 sequence (strict, as
-// Python's decoder: no overlong forms, no surrogates, nothing above U+10FFFF), or npos.
-size_t find_invalid_utf8(std::string_view s);
-
-// Throws ValueError "<what> is not valid UTF-8 (byte N)" when s is not valid UTF-8.
+// Throws ValueError "<what> is not valid UTF-8 (byte N)" when s is not valid UTF-8 (strict,
+// as Python's decoder and base/utf8.h: no overlong forms, surrogates or code points above
+// U+10FFFF).
 void check_utf8(std::string_view s, std::string_view what);
 
 // Length in bytes of the code point starting at s[i] (s valid UTF-8).

@@ -12,10 +12,6 @@ namespace qkv::viz::detail {
 // overlong forms, surrogates or code points above U+10FFFF).
 void check_utf8(std::string_view s, std::string_view what);
 
-// The code points of valid UTF-8 `s`.
-std::u32string decode_utf8(std::string_view s);
-void append_utf8(std::string& out, char32_t c);
-
 // Terminal columns a code point takes: 0 for combining marks and zero-width characters,
 // 2 for East Asian wide and fullwidth ones (CJK, Hangul, kana, fullwidth forms, most
 // emoji), 1 otherwise; a small table in the spirit of wcwidth(), enough for the scripts
