@@ -28,6 +28,8 @@ DType dtype_of_array(const py::array& a, const char* name) {
                        ".astype(numpy.float32)");
 }
 
+const char* numpy_name(DType dt) { return dt == DType::F64 ? "float64" : "float32"; }
+
 }  // namespace
 
 Tensor tensor_from_array(const py::handle& obj, const char* name, int rank,
@@ -38,8 +40,8 @@ Tensor tensor_from_array(const py::handle& obj, const char* name, int rank,
   const auto a = py::reinterpret_borrow<py::array>(obj);
   const DType dt = dtype_of_array(a, name);
   if (dtype && *dtype != dt)
-    throw py::type_error(std::string(name) + " has dtype " + std::string(dtype_name(dt)) +
-                         " but the other arrays are " + std::string(dtype_name(*dtype)) +
+    throw py::type_error(std::string(name) + " has dtype " + numpy_name(dt) +
+                         " but the other arrays are " + numpy_name(*dtype) +
                          ": give every array one dtype");
   if (rank >= 0 && a.ndim() != rank)
     throw py::value_error(std::string(name) + " must have " + std::to_string(rank) +
