@@ -28,7 +28,9 @@ DType dtype_of_array(const py::array& a, const char* name) {
                        ".astype(numpy.float32)");
 }
 
-const char* numpy_name(DType dt) { return dt == DType::F64 ? "float64" : "float32"; }
+const char* numpy_name(DType dt) {
+  return dt == DType::F64 ? "float64" : "float32";
+}
 
 }  // namespace
 

@@ -14,4 +14,5 @@ PYBIND11_MODULE(_qkv, m) {
   qkv::python::bind_translator(m);
   py::module_ eval = m.def_submodule("eval", "BLEU and chrF as sacreBLEU computes them.");
   qkv::python::bind_eval(eval);
+  qkv::python::bind_train(m);
 }
