@@ -20,8 +20,10 @@ std::string type_name(const py::handle& obj) {
 }
 
 DType dtype_of_array(const py::array& a, const char* name) {
-  if (a.dtype().is(py::dtype::of<float>())) return DType::F32;
-  if (a.dtype().is(py::dtype::of<double>())) return DType::F64;
+  // numpy's own equivalence test (PyArray_EquivTypes): native float32 / float64 in any of
+  // their spellings; a byte-swapped array is another dtype.
+  if (py::array_t<float>::check_(a)) return DType::F32;
+  if (py::array_t<double>::check_(a)) return DType::F64;
   const std::string kind = py::str(a.dtype()).cast<std::string>();
   throw py::type_error(std::string(name) + " has dtype " + kind +
                        "; qkv computes in float32 or float64: pass " + name +

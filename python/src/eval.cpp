@@ -95,7 +95,8 @@ void bind_eval(py::module_& m) {
            "sacreBLEU's text line; `qkv eval` prints format(2, True).")
       .def("__str__", [](const eval::ChrfScore& s) { return s.format(2, true); })
       .def("__repr__", [](const eval::ChrfScore& s) { return "<" + s.format(2, false) + ">"; });
-  py::class_<eval::ConfidenceInterval>(m, "ConfidenceInterval")
+  py::class_<eval::ConfidenceInterval>(m, "ConfidenceInterval",
+                                       "A 95% percentile-bootstrap interval of BLEU.")
       .def_readonly("low", &eval::ConfidenceInterval::low)
       .def_readonly("high", &eval::ConfidenceInterval::high);
   py::class_<eval::LengthBucket>(m, "LengthBucket", "The sentences of one source-length range.")

@@ -8,6 +8,8 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +24,14 @@ namespace {
 
 namespace fs = std::filesystem;
 using decode::Translator;
+
+// A Translator with the lock that makes "calls on one Translator run one at a time"
+// (translator.h) hold for Python threads too: two threads calling one Translator take
+// turns instead of racing on its model; two Translators never wait for each other.
+struct LockedTranslator {
+  Translator translator;
+  std::unique_ptr<std::mutex> busy = std::make_unique<std::mutex>();
+};
 
 // ---- result types ----------------------------------------------------------------------
 
@@ -139,12 +149,13 @@ std::vector<std::string> string_list(const py::handle& obj, const char* name) {
   }
 }
 
-std::vector<Translation> translate(const Translator& tr, const py::object& sentences,
+std::vector<Translation> translate(LockedTranslator& locked, const py::object& sentences,
                                    int64_t beam_size, int64_t n_best, double normalize,
                                    double coverage_penalty, double max_length_factor,
                                    int64_t max_length, int64_t mini_batch, bool return_attention,
                                    std::optional<std::string> alignment, int64_t alignment_layer,
                                    int64_t alignment_head) {
+  const Translator& tr = locked.translator;
   const std::vector<std::string> texts = string_list(sentences, "sentences");
   if (alignment && *alignment != "hard" && *alignment != "soft")
     throw py::value_error("alignment='" + *alignment + "': use 'hard', 'soft' or None");
@@ -165,6 +176,7 @@ std::vector<Translation> translate(const Translator& tr, const py::object& sente
   std::vector<RawTranslation> raw;
   {
     py::gil_scoped_release release;
+    const std::lock_guard<std::mutex> one_call_at_a_time(*locked.busy);
     raw = translate_raw(tr, texts, args);
   }
   std::vector<Translation> out;
@@ -172,8 +184,8 @@ std::vector<Translation> translate(const Translator& tr, const py::object& sente
   return out;
 }
 
-std::vector<Score> score(const Translator& tr, const py::object& sources, const py::object& targets,
-                         int64_t max_length, int64_t mini_batch) {
+std::vector<Score> score(LockedTranslator& locked, const py::object& sources,
+                         const py::object& targets, int64_t max_length, int64_t mini_batch) {
   const std::vector<std::string> src = string_list(sources, "sources");
   const std::vector<std::string> tgt = string_list(targets, "targets");
   decode::ScoreOptions o;
@@ -182,7 +194,8 @@ std::vector<Score> score(const Translator& tr, const py::object& sources, const 
   std::vector<decode::ScoreResult> results;
   {
     py::gil_scoped_release release;
-    results = tr.score(src, tgt, o);
+    const std::lock_guard<std::mutex> one_call_at_a_time(*locked.busy);
+    results = locked.translator.score(src, tgt, o);
   }
   std::vector<Score> out;
   for (decode::ScoreResult& r : results)
@@ -192,15 +205,15 @@ std::vector<Score> score(const Translator& tr, const py::object& sources, const 
   return out;
 }
 
-Translator load(const fs::path& path, int threads) {
+LockedTranslator load(const fs::path& path, int threads) {
   if (threads < 0) throw py::value_error("threads must be >= 0 (0: QKV_NUM_THREADS or all cores)");
   if (threads > 0) set_num_threads(threads);
   py::gil_scoped_release release;
-  return Translator::load(path);
+  return LockedTranslator{Translator::load(path)};
 }
 
-py::object config_dict(const Translator& tr) {
-  return py::module_::import("json").attr("loads")(models::to_json(tr.model().config()));
+py::object config_dict(const LockedTranslator& t) {
+  return py::module_::import("json").attr("loads")(models::to_json(t.translator.model().config()));
 }
 
 std::string quoted(const std::string& s) {
@@ -294,9 +307,10 @@ void bind_vocab(py::module_& m) {
           "pieces",
           [](const data::Vocab& v, const std::vector<int32_t>& ids) { return v.pieces(ids); },
           py::arg("ids"), "Ids -> their piece strings.")
-      .def("piece", &data::Vocab::piece, py::arg("id"))
-      .def("id_of", &data::Vocab::id_of, py::arg("piece"))
-      .def("__len__", &data::Vocab::size)
+      .def("piece", &data::Vocab::piece, py::arg("id"), "The piece string of one id.")
+      .def("id_of", &data::Vocab::id_of, py::arg("piece"),
+           "The id of a piece string (the unknown id when it is not in the vocabulary).")
+      .def("__len__", &data::Vocab::size, "The number of pieces.")
       .def_property_readonly("size", &data::Vocab::size)
       .def_property_readonly("pad_id", &data::Vocab::pad_id)
       .def_property_readonly("unk_id", &data::Vocab::unk_id)
@@ -311,15 +325,15 @@ void bind_translator(py::module_& m) {
   using namespace pybind11::literals;
   bind_results(m);
   bind_vocab(m);
-  py::class_<Translator>(m, "Translator",
-                         R"(A trained model with its vocabulary, ready to translate.
+  py::class_<LockedTranslator>(m, "Translator",
+                               R"(A trained model with its vocabulary, ready to translate.
 
     Translator(model_dir, threads=0): model_dir is a directory written by `qkv train`
     (its model.safetensors and vocab.spm) or a model file such as
     DIR/model.best.safetensors. threads > 0 sets the size of qkv's one process-wide thread
-    pool (0 leaves it: QKV_NUM_THREADS or all cores). Calls on one Translator run one at a
-    time; two Translators (loaded separately) translate in two Python threads at once,
-    since every call releases the GIL.)")
+    pool (0 leaves it: QKV_NUM_THREADS or all cores). Calls on one Translator from several
+    threads take turns; two Translators (loaded separately) translate in two Python
+    threads at once, since every call releases the GIL.)")
       .def(py::init(&load), "model_dir"_a, "threads"_a = 0)
       .def("translate", &translate, R"(Translates sentences with beam search.
 
@@ -344,21 +358,24 @@ void bind_translator(py::module_& m) {
       .def_property_readonly("config", &config_dict,
                              "The model's configuration (a dict; the JSON of model.safetensors).")
       .def_property_readonly(
-          "vocab", [](const Translator& t) { return t.vocab(); }, "The model's qkv.Vocab.")
+          "vocab", [](const LockedTranslator& t) { return t.translator.vocab(); },
+          "The model's qkv.Vocab.")
       .def_property_readonly(
-          "model_file", [](const Translator& t) { return t.file(); }, "The model file loaded.")
+          "model_file", [](const LockedTranslator& t) { return t.translator.file(); },
+          "The model file loaded.")
       .def_property_readonly(
-          "update", [](const Translator& t) { return t.info().update; },
+          "update", [](const LockedTranslator& t) { return t.translator.info().update; },
           "The training update the model was saved at.")
       .def_property_readonly(
-          "qkv_version", [](const Translator& t) { return t.info().qkv_version; },
+          "qkv_version", [](const LockedTranslator& t) { return t.translator.info().qkv_version; },
           "The qkv version that wrote the model file.")
       .def_property_readonly(
-          "attends", [](const Translator& t) { return models::attends(t.model().config()); },
+          "attends",
+          [](const LockedTranslator& t) { return models::attends(t.translator.model().config()); },
           "Whether the model attends over the source (False: an rnn without attention).")
-      .def("__repr__", [](const Translator& t) {
-        return "Translator(" + quoted(t.file().string()) + ", " +
-               std::string(models::to_string(t.model().config().type)) + ")";
+      .def("__repr__", [](const LockedTranslator& t) {
+        return "Translator(" + quoted(t.translator.file().string()) + ", " +
+               std::string(models::to_string(t.translator.model().config().type)) + ")";
       });
 }
 

@@ -234,6 +234,8 @@ def test_bad_arrays_are_clear_python_errors():
         attention.attend(q.tolist(), k, v)
     with pytest.raises(TypeError, match="k has dtype int64"):
         attention.attend(q, k.astype(np.int64), v)
+    with pytest.raises(TypeError, match="k has dtype >f4"):
+        attention.attend(q, k.astype(">f4"), v)
     with pytest.raises(TypeError, match="v has dtype float64 but the other arrays are float32"):
         attention.attend(q, k, v.astype(np.float64))
     with pytest.raises(ValueError, match="not C-contiguous"):

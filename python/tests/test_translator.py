@@ -170,3 +170,20 @@ def test_two_translators_in_two_threads_run_concurrently(transformer_dir, rnn_di
     assert lo < hi, "the two translate calls did not overlap"
     inside = [t for t in ticks if lo < t < hi]
     assert len(inside) >= 3, f"the GIL was held during translate ({len(inside)} ticks in {hi - lo:.3f} s)"
+
+
+def test_one_translator_in_two_threads_takes_turns(transformer_dir, sources):
+    tr = qkv.Translator(transformer_dir)
+    sentences = sources[:4] * 3
+    alone = [t.text for t in tr.translate(sentences, beam_size=3)]
+    results = [None] * 4
+
+    def work(i):
+        results[i] = [t.text for t in tr.translate(sentences, beam_size=3)]
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert results == [alone] * 4
