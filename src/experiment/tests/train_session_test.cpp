@@ -40,7 +40,7 @@ class TrainSessionTest : public ::testing::Test {
                                      (dir_ / "train.src").string(),
                                      (dir_ / "train.tgt").string(),
                                      "--vocab-size",
-                                     "30",
+                                     "27",
                                      "--type",
                                      "rnn",
                                      "--attention",
@@ -106,8 +106,8 @@ TEST_F(TrainSessionTest, OptionsThatDoNotFitAreRefusedBeforeAnyWork) {
   EXPECT_NE(config_error(options({"--valid-sets", (dir_ / "train.src").string()}))
                 .find("--valid-sets takes two files"),
             std::string::npos);
-  EXPECT_NE(config_error(options({"--mini-batch-words", "50", "--max-length", "100"}))
-                .find("--mini-batch-words 50 must be at least --max-length + 1"),
+  EXPECT_NE(config_error(options({"--max-length", "300"}))
+                .find("--mini-batch-words 200 must be at least --max-length + 1"),
             std::string::npos);
   EXPECT_FALSE(fs::exists(dir_ / "model"));  // nothing written, no vocabulary trained
 }
