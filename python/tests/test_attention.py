@@ -3,6 +3,8 @@ gradients against central finite differences, multi-head attention against PyTor
 formula written in numpy, and every bad-array path."""
 
 import itertools
+import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -287,3 +289,31 @@ def test_results_own_their_memory_and_inputs_are_unchanged():
     assert np.isfinite(c).all() and np.allclose(w.sum(-1), 1, atol=1e-6)
     for x, y in zip(before, inputs(np.float32)[:3]):
         assert np.array_equal(x, y)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("causal,key_lengths", [(False, []), (True, [TK, 2])])
+def test_equals_the_cpp_api_bit_for_bit(kind, causal, key_lengths, work_dir):
+    """qkv.attention.attend against a C++ program calling attention::attend on the same
+    float32 values (the fused kernels, SIMD dispatch and all)."""
+    q, k, v, params = inputs(np.float32, seed=11)
+    d = work_dir / f"cpp_attend_{kind}_{int(causal)}"
+    d.mkdir(parents=True, exist_ok=True)
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        x.tofile(d / f"{name}.f32")
+    p = None
+    if kind == "general":
+        p = {"w": params["general"]["w"]}
+    elif kind == "additive":  # square parameters (A = D), as the program reads them
+        rng = np.random.default_rng(12)
+        p = {n: rng.standard_normal(s).astype(np.float32)
+             for n, s in (("w", (D, D)), ("u", (D, D)), ("b", (D,)), ("v", (D,)))}
+    for name, x in (p or {}).items():
+        x.tofile(d / ("v_param.f32" if name == "v" else f"{name}.f32"))
+    args = [d, kind, B, TQ, TK, D, DV, int(causal), *key_lengths]
+    subprocess.run([os.environ["QKV_ATTEND_REFERENCE"], *map(str, args)], check=True, timeout=60)
+    context, weights = attention.attend(q, k, v, kind=kind, params=p, causal=causal,
+                                        key_lengths=key_lengths or None)
+    cpp_context = np.fromfile(d / "context.f32", dtype=np.float32).reshape(context.shape)
+    cpp_weights = np.fromfile(d / "weights.f32", dtype=np.float32).reshape(weights.shape)
+    assert np.array_equal(context, cpp_context) and np.array_equal(weights, cpp_weights)
