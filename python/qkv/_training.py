@@ -36,7 +36,8 @@ def train(model_dir, train, valid=None, *, progress=None, log=True, **options):
     progress: called after every update with a dict: update, epoch, loss (label-smoothed
     cross-entropy per target token), learning_rate, grad_norm, applied, src_tokens,
     tgt_tokens, tokens_per_second (source + target tokens per second of this session).
-    log: print the CLI's progress and data lines on stderr.
+    log: print the CLI's progress and data lines on the process's stderr (in a notebook:
+    the server's terminal; use progress to show them in the notebook).
 
     Ctrl-C (KeyboardInterrupt), or an exception raised by progress, stops training after the
     current update; the checkpoint is saved as `qkv train` saves it on Ctrl-C, and then the
