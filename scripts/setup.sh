@@ -20,6 +20,10 @@ packages=(
   libyaml-cpp-dev                    # YAML training configs (qkv train -c FILE)
   libpng-dev                         # PNG attention heatmaps (qkv attend --png)
   chromium                           # headless rendering test of qkv report
+  pybind11-dev python3-dev           # the Python module (python/: import qkv)
+  python3-numpy                      # its arrays (attention on numpy arrays, attention maps)
+  python3-pytest                     # its tests (python/tests, run by ctest)
+  python3-matplotlib                 # examples/attention_in_python.py draws a heatmap PNG
 )
 
 missing=()

@@ -77,6 +77,12 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   return Tensor(std::move(storage), TensorView(data, shape, dtype));
 }
 
+Tensor Tensor::adopt(std::shared_ptr<void> owner, const TensorView& view) {
+  QKV_CHECK(owner != nullptr, ValueError, "Tensor::adopt of ", describe(view),
+            " without an owner of its elements");
+  return Tensor(std::move(owner), view);
+}
+
 Tensor Tensor::zeros(const Shape& shape, DType dtype) {
   Tensor t = empty(shape, dtype);
   std::memset(t.view_.raw_data(), 0, size_t(t.numel()) * dtype_size(dtype));

@@ -18,9 +18,9 @@
 #include "qkv/experiment/results.h"
 #include "qkv/experiment/runner.h"
 #include "qkv/experiment/samples.h"
+#include "qkv/experiment/train_flags.h"
 #include "qkv/io/atomic_file.h"
 #include "qkv/models/config.h"
-#include "train_flags.h"
 
 namespace qkv::tool {
 namespace {

@@ -7,7 +7,7 @@
 #include "qkv/base/error.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/data/parallel_corpus.h"
-#include "train_flags.h"
+#include "qkv/experiment/train_flags.h"
 
 namespace qkv::tool {
 namespace {
@@ -21,7 +21,7 @@ bool looks_like_flag(const std::string& tok) {
 
 cli::ParsedOptions parse_train(std::vector<std::string> args, const fs::path& model) {
   args.insert(args.end(), {"--model", model.string()});
-  return train_options().parse(args);
+  return experiment::train_options().parse(args);
 }
 
 std::vector<std::string> variant_args(const CompareSetup& setup, const experiment::Variant& v,
@@ -91,7 +91,7 @@ std::string utc_now() {
 }  // namespace
 
 SplitArgs split_args(const cli::OptionSet& own, const std::vector<std::string>& args) {
-  const cli::OptionSet train = train_options();
+  const cli::OptionSet train = experiment::train_options();
   SplitArgs out;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -157,17 +157,17 @@ CompareSetup compare_setup(std::vector<std::string> train_args, const fs::path& 
 
 void check_variant_flags(const CompareSetup& setup, const experiment::Variant& variant,
                          const fs::path& out) {
-  const cli::ParsedOptions p = train_options().parse(variant_args(setup, variant, out));
-  model_config_from(p, std::max<int64_t>(p.get<int64_t>("vocab-size"), 5));
-  trainer_options_from(p);
+  const cli::ParsedOptions p = experiment::train_options().parse(variant_args(setup, variant, out));
+  experiment::model_config_from(p, std::max<int64_t>(p.get<int64_t>("vocab-size"), 5));
+  experiment::trainer_options_from(p);
 }
 
 experiment::VariantPlan variant_plan(const CompareSetup& setup, const experiment::Variant& variant,
                                      const data::Vocab& vocab, const fs::path& out) {
-  const cli::ParsedOptions p = train_options().parse(variant_args(setup, variant, out));
+  const cli::ParsedOptions p = experiment::train_options().parse(variant_args(setup, variant, out));
   return {.variant = variant,
-          .config = model_config_from(p, vocab),
-          .trainer = trainer_options_from(p)};
+          .config = experiment::model_config_from(p, vocab),
+          .trainer = experiment::trainer_options_from(p)};
 }
 
 namespace {

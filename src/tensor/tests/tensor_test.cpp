@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
 #include <numeric>
 
 namespace qkv {
@@ -37,6 +38,24 @@ TEST(Tensor, CreationIsAlignedAndFilled) {
   EXPECT_THROW(Tensor::from({2, 2}, std::vector<float>{1, 2, 3}), ShapeError);
   EXPECT_TRUE(Tensor::empty({0, 4}).defined());
   EXPECT_FALSE(Tensor().defined());
+}
+
+// The Python module's zero-copy path: the Tensor reads the caller's elements in place and
+// releases them through the owner only after its last copy is gone.
+TEST(Tensor, AdoptSharesForeignElementsAndReleasesThemLast) {
+  auto elements = std::make_shared<std::vector<float>>(std::vector<float>{1, 2, 3, 4, 5, 6});
+  bool released = false;
+  std::shared_ptr<void> owner(elements->data(), [&released, elements](void*) { released = true; });
+  Tensor t = Tensor::adopt(std::move(owner), TensorView(elements->data(), {2, 3}, DType::F32));
+  EXPECT_EQ(t.data<float>(), elements->data());
+  EXPECT_EQ(t.at<float>({1, 2}), 6.0f);
+  Tensor row = t.slice(0, 1, 2);
+  t = Tensor();
+  EXPECT_FALSE(released);
+  EXPECT_EQ(row.to_vector<float>(), (std::vector<float>{4, 5, 6}));
+  row = Tensor();
+  EXPECT_TRUE(released);
+  EXPECT_THROW(Tensor::adopt(nullptr, TensorView(elements->data(), {6}, DType::F32)), ValueError);
 }
 
 TEST(Tensor, WrongDTypeAccessThrows) {

@@ -72,6 +72,11 @@ class Tensor {
   // Copies `values` (size must equal shape.numel(), else ShapeError).
   static Tensor from(const Shape& shape, std::span<const float> values);
   static Tensor from(const Shape& shape, std::span<const double> values);
+  // A Tensor over elements it did not allocate (a numpy array's, for the Python module):
+  // `owner` keeps them alive while any Tensor shares them and releases them after the
+  // last; `view` says where they are. Nothing is copied; the elements need not be
+  // 64-byte aligned (views of Tensors need not be either). ValueError for a null owner.
+  static Tensor adopt(std::shared_ptr<void> owner, const TensorView& view);
 
   bool defined() const noexcept { return storage_ != nullptr; }
   // True when no other Tensor shares this storage (no view, no copy of the handle), so

@@ -1,4 +1,4 @@
-#include "train_flags.h"
+#include "qkv/experiment/train_flags.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include "qkv/cli/budget.h"
 #include "qkv/train/memory.h"
 
-namespace qkv::tool {
+namespace qkv::experiment {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -187,4 +187,4 @@ train::TrainerOptions trainer_options_from(const cli::ParsedOptions& p) {
   return o;
 }
 
-}  // namespace qkv::tool
+}  // namespace qkv::experiment

@@ -1,5 +1,7 @@
 // The flags of `qkv train` (Marian's names), and what they turn into: a ModelConfig and
-// TrainerOptions.
+// TrainerOptions. Library code, so that every front end trains from the same options: the
+// CLI's `qkv train` and `qkv compare`, and `qkv.train` in Python (whose keyword arguments
+// are these flags in snake_case).
 #pragma once
 
 #include "qkv/cli/options.h"
@@ -7,7 +9,7 @@
 #include "qkv/models/config.h"
 #include "qkv/train/trainer.h"
 
-namespace qkv::tool {
+namespace qkv::experiment {
 
 cli::OptionSet train_options();
 
@@ -25,4 +27,4 @@ bool model_flags_given(const cli::ParsedOptions& p);
 // Everything but the data: optimizer, schedule, budget, frequencies, batch sizes.
 train::TrainerOptions trainer_options_from(const cli::ParsedOptions& p);
 
-}  // namespace qkv::tool
+}  // namespace qkv::experiment

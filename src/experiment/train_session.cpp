@@ -1,0 +1,142 @@
+#include "qkv/experiment/train_session.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "qkv/base/thread_pool.h"
+#include "qkv/data/parallel_corpus.h"
+#include "qkv/experiment/train_flags.h"
+#include "qkv/io/atomic_file.h"
+
+namespace qkv::experiment {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::pair<fs::path, fs::path> pair_of(const cli::ParsedOptions& p, const char* flag) {
+  const std::vector<std::string>& files = p.get_list(flag);
+  QKV_CHECK(files.size() == 2, ConfigError, "--", flag,
+            " takes two files (source and target), got ", files.size());
+  return {files[0], files[1]};
+}
+
+std::string read_bytes(const fs::path& path) {
+  const std::vector<std::byte> b = io::read_file(path, uint64_t{1} << 30);
+  return {reinterpret_cast<const char*>(b.data()), b.size()};
+}
+
+// The vocabulary: the directory's when resuming, --vocab, or one trained into DIR.
+data::Vocab vocabulary(const cli::ParsedOptions& p, const fs::path& dir, bool resuming,
+                       const data::TextReadOptions& read) {
+  const fs::path in_dir = dir / train::kVocabFile;
+  if (resuming) {
+    data::Vocab v = data::Vocab::load(in_dir);
+    QKV_CHECK(!p.has("vocab") || read_bytes(p.get<fs::path>("vocab")) == v.serialized(),
+              ConfigError, "--vocab ", p.get<fs::path>("vocab").string(), " differs from ",
+              in_dir.string(),
+              ", the vocabulary the saved model was trained with; drop --vocab "
+              "to resume");
+    return v;
+  }
+  if (p.has("vocab")) return data::Vocab::load(p.get<fs::path>("vocab"));
+  const auto [src, tgt] = pair_of(p, "train-sets");
+  // train_vocab logs what it trained on.
+  data::train_vocab({src, tgt}, int32_t(p.get<int64_t>("vocab-size")), in_dir,
+                    {.seed = uint32_t(p.get<int64_t>("seed")), .read = read});
+  return data::Vocab::load(in_dir);
+}
+
+train::TrainingData load_data(const cli::ParsedOptions& p, data::Vocab vocab,
+                              const data::TextReadOptions& read, std::ostream* log) {
+  train::TrainingData d{.vocab = std::move(vocab)};
+  const auto [src, tgt] = pair_of(p, "train-sets");
+  d.train = std::make_shared<data::TokenizedCorpus>(
+      data::tokenize(data::read_parallel_corpus(src, tgt, read), d.vocab));
+  // Empty files, or every line skipped: name the files (the batcher could only name
+  // --max-length).
+  QKV_CHECK(d.train->stats.kept > 0, ValueError, "no usable training pair in ", src.string(), " + ",
+            tgt.string(), ": ", d.train->stats.describe(),
+            "; give files with one sentence per line, aligned line by line");
+  if (!p.get_list("valid-sets").empty()) {
+    const auto [vsrc, vtgt] = pair_of(p, "valid-sets");
+    d.valid = train::make_validation_set(data::read_parallel_corpus(vsrc, vtgt, read), d.vocab);
+    if (log) *log << "validation data: " << d.valid->corpus->stats.describe() << "\n";
+  }
+  return d;
+}
+
+}  // namespace
+
+train::TrainSummary run_training_session(const cli::ParsedOptions& p, const TrainingHooks& hooks) {
+  if (p.get<int64_t>("threads") > 0) set_num_threads(int(p.get<int64_t>("threads")));
+  // Every flag is checked before any work (a vocabulary can take minutes to train).
+  train::TrainerOptions options = trainer_options_from(p);
+  pair_of(p, "train-sets");
+  if (!p.get_list("valid-sets").empty()) pair_of(p, "valid-sets");
+  if (!p.get<bool>("resume") || model_flags_given(p))
+    model_config_from(p, std::max<int64_t>(p.get<int64_t>("vocab-size"), 5));
+  const fs::path dir = options.model_dir;
+  const bool saved = fs::exists(dir / train::kTrainStateFile);
+  const bool resume = p.get<bool>("resume");
+  QKV_CHECK(resume || !saved, ConfigError, "--model ", dir.string(),
+            " already holds a training run; pass --resume to continue it, or choose another "
+            "--model directory");
+  QKV_CHECK(saved || !fs::exists(dir / train::kModelFile), ConfigError, "--model ", dir.string(),
+            " holds ", train::kModelFile, " but no ", train::kTrainStateFile,
+            ", so there is nothing to resume and nothing to overwrite; choose another --model "
+            "directory");
+  const bool resuming = resume && saved;
+  if (resume && !saved && hooks.log)
+    *hooks.log << "nothing to resume in " << dir.string() << ": starting a new run\n";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  QKV_CHECK(!ec, IoError, "cannot create the model directory ", dir.string(), ": ", ec.message());
+
+  data::TextReadOptions read;
+  if (p.get<bool>("skip-invalid")) read.invalid = data::InvalidLines::Skip;
+  data::Vocab vocab = vocabulary(p, dir, resuming, read);
+  train::TrainingData data = load_data(p, vocab, read, hooks.log);
+
+  options.log = hooks.log;
+  options.stop_requested = hooks.stop_requested;
+  options.on_update = hooks.on_update;
+  std::optional<train::Trainer> trainer;
+  if (resuming) {
+    trainer.emplace(train::Trainer::resume(std::move(data), options));
+    const models::ModelConfig& saved_config = trainer->model().config();
+    QKV_CHECK(!model_flags_given(p) || model_config_from(p, vocab) == saved_config, ConfigError,
+              "--resume: ", dir.string(), " holds the model ", models::to_json(saved_config),
+              ", but the model flags given describe another one; drop them to resume");
+  } else {
+    trainer.emplace(model_config_from(p, vocab), std::move(data), options);
+  }
+  const std::string yaml = p.dump_yaml();
+  io::remove_stale_temporaries(dir / "train.yml");  // left by a run killed while writing it
+  io::write_file_atomically(dir / "train.yml", std::as_bytes(std::span(yaml.data(), yaml.size())));
+
+  const models::ModelConfig& c = trainer->model().config();
+  if (hooks.log)
+    *hooks.log << "training data: " << trainer->corpus_stats().describe() << "; "
+               << trainer->batches_per_epoch() << " batches per epoch\n"
+               << "model: " << models::to_json(c) << ", " << trainer->model().parameters().numel()
+               << " parameters"
+               << (resuming ? ", resumed at update " + std::to_string(trainer->progress().update)
+                            : std::string())
+               << "\n";
+  if (hooks.before_loop) hooks.before_loop();
+  train::TrainSummary s;
+  try {
+    s = trainer->run();
+  } catch (...) {
+    if (hooks.after_loop) hooks.after_loop();
+    throw;
+  }
+  if (hooks.after_loop) hooks.after_loop();
+  if (s.progress.best_valid_loss && hooks.log)
+    *hooks.log << "best validation cross-entropy " << *s.progress.best_valid_loss << " (BLEU "
+               << s.progress.best_valid_bleu << "): " << (dir / train::kBestModelFile).string()
+               << "\n";
+  return s;
+}
+
+}  // namespace qkv::experiment
