@@ -25,7 +25,8 @@ def draw(maps, layer, title, path):
     weights = maps.weights[layer].mean(axis=0)
     fig, ax = plt.subplots(figsize=(1 + 0.45 * len(maps.source_tokens),
                                     1 + 0.4 * len(maps.target_tokens)))
-    ax.imshow(weights, cmap="Blues", vmin=0, vmax=1)
+    image = ax.imshow(weights, cmap="Blues", vmin=0, vmax=1)
+    fig.colorbar(image, ax=ax, shrink=0.6, label="attention weight")
     ax.set_xticks(range(len(maps.source_tokens)), maps.source_tokens, rotation=60, ha="right")
     ax.set_yticks(range(len(maps.target_tokens)), maps.target_tokens)
     ax.set_title(title, fontsize=9)
