@@ -8,11 +8,15 @@
 #include <optional>
 
 #include "command.h"
+#include "qkv/base/hash.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/data/parallel_corpus.h"
 #include "qkv/io/atomic_file.h"
 #include "qkv/io/fault_injection.h"
 #include "train_flags.h"
+#ifdef QKV_HAVE_MPI
+#include "qkv/train/mpi_exchange.h"
+#endif
 
 namespace qkv::tool {
 namespace {
@@ -92,8 +96,78 @@ data::Vocab vocabulary(const cli::ParsedOptions& p, const fs::path& dir, bool re
   return data::Vocab::load(in_dir);
 }
 
+// The number of processes mpirun started (Open MPI's, or a PMI launcher's variable); 0
+// when not started by mpirun.
+int mpirun_world_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+    if (const char* text = std::getenv(name)) return std::atoi(text);
+  return 0;
+}
+
+// The exchange --data-parallel asks for; nullptr: this process trains alone.
+std::shared_ptr<train::GradientExchange> make_exchange(const cli::ParsedOptions& p) {
+  const std::string mode = p.get<std::string>("data-parallel");
+  const int world = mpirun_world_size();
+  QKV_CHECK(mode != "off" || world <= 1, ConfigError, "mpirun started ", world,
+            " ranks but --data-parallel is off: each would train the same model into the same "
+            "--model directory; drop --data-parallel off, or run without mpirun");
+  if (mode == "off" || (mode == "auto" && world <= 1)) return nullptr;
+#ifdef QKV_HAVE_MPI
+  return train::make_mpi_exchange(p.get<std::string>("gradient-exchange") == "allreduce"
+                                      ? train::ExchangeMode::Allreduce
+                                      : train::ExchangeMode::Ordered);
+#else
+  QKV_THROW(ConfigError,
+            mode == "mpi" ? std::string("--data-parallel mpi")
+                          : "mpirun started " + std::to_string(world) + " ranks, but",
+            ": this qkv was built without MPI; install Open MPI (libopenmpi-dev openmpi-bin, "
+            "scripts/setup.sh) and rebuild, or train in one process");
+#endif
+}
+
+// The flags every rank must share, as one hash: all of them but --threads (a node's own
+// choice: results do not depend on it).
+uint64_t flags_hash(const cli::ParsedOptions& p) {
+  std::string kept;
+  const std::string yaml = p.dump_yaml();
+  size_t begin = 0;
+  while (begin < yaml.size()) {
+    size_t end = yaml.find('\n', begin);
+    if (end == std::string::npos) end = yaml.size();
+    const std::string_view line(yaml.data() + begin, end - begin);
+    if (!line.starts_with("threads:")) kept.append(line).push_back('\n');
+    begin = end + 1;
+  }
+  return fnv1a_64(kept);
+}
+
+// The start-up report (rank 0): the data, the model, and how an update is split.
+void report_start(train::Trainer& t, const train::GradientExchange* exchange, int64_t accumulate,
+                  bool resuming) {
+  const models::ModelConfig& c = t.model().config();
+  // Every rank reads the whole corpus (the same batch stream: the start-up check compared
+  // the kept pairs), so these counts are every rank's alike.
+  std::cerr << "training data: " << t.corpus_stats().describe() << "; " << t.batches_per_epoch()
+            << " batches per epoch\n"
+            << "model: " << models::to_json(c) << ", " << t.model().parameters().numel()
+            << " parameters"
+            << (resuming ? ", resumed at update " + std::to_string(t.progress().update)
+                         : std::string())
+            << "\n";
+  const int ranks = exchange != nullptr ? exchange->size() : 1;
+  if (ranks > 1 || accumulate > 1)
+    std::cerr << "update: " << ranks << " rank(s) x " << accumulate
+              << " micro-batch(es) = " << ranks * accumulate
+              << " micro-batches of --mini-batch-words each"
+              << (ranks > 1 ? exchange->mode() == train::ExchangeMode::Ordered
+                                  ? "; gradients summed in micro-batch order"
+                                  : "; gradients combined by MPI_Allreduce"
+                            : "")
+              << "\n";
+}
+
 train::TrainingData load_data(const cli::ParsedOptions& p, data::Vocab vocab,
-                              const data::TextReadOptions& read) {
+                              const data::TextReadOptions& read, bool report) {
   train::TrainingData d{.vocab = std::move(vocab)};
   const auto [src, tgt] = pair_of(p, "train-sets");
   d.train = std::make_shared<data::TokenizedCorpus>(
@@ -106,12 +180,12 @@ train::TrainingData load_data(const cli::ParsedOptions& p, data::Vocab vocab,
   if (!p.get_list("valid-sets").empty()) {
     const auto [vsrc, vtgt] = pair_of(p, "valid-sets");
     d.valid = train::make_validation_set(data::read_parallel_corpus(vsrc, vtgt, read), d.vocab);
-    std::cerr << "validation data: " << d.valid->corpus->stats.describe() << "\n";
+    if (report) std::cerr << "validation data: " << d.valid->corpus->stats.describe() << "\n";
   }
   return d;
 }
 
-int train(const cli::ParsedOptions& p) {
+int train(const cli::ParsedOptions& p, std::shared_ptr<train::GradientExchange>& exchange) {
   TestHooks test_hooks;
   arm_test_hooks(test_hooks);
   if (p.get<int64_t>("threads") > 0) set_num_threads(int(p.get<int64_t>("threads")));
@@ -121,6 +195,15 @@ int train(const cli::ParsedOptions& p) {
   if (!p.get_list("valid-sets").empty()) pair_of(p, "valid-sets");
   if (!p.get<bool>("resume") || model_flags_given(p))
     model_config_from(p, std::max<int64_t>(p.get<int64_t>("vocab-size"), 5));
+  exchange = make_exchange(p);
+  const bool rank0 = exchange == nullptr || exchange->rank() == 0;
+  if (exchange != nullptr) {
+    QKV_CHECK(p.has("vocab") || p.get<bool>("resume"), ConfigError,
+              "--data-parallel: give --vocab FILE (train one with `qkv vocab`): every rank "
+              "must use the same vocabulary, and ranks must not train one each");
+    options.exchange = exchange;
+    options.fingerprint = {{"the flags (all but --threads)", flags_hash(p)}};
+  }
   const fs::path dir = options.model_dir;
   const bool saved = fs::exists(dir / train::kTrainStateFile);
   const bool resume = p.get<bool>("resume");
@@ -132,7 +215,7 @@ int train(const cli::ParsedOptions& p) {
             ", so there is nothing to resume and nothing to overwrite; choose another --model "
             "directory");
   const bool resuming = resume && saved;
-  if (resume && !saved)
+  if (resume && !saved && rank0)
     std::cerr << "nothing to resume in " << dir.string() << ": starting a new run\n";
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -141,9 +224,9 @@ int train(const cli::ParsedOptions& p) {
   data::TextReadOptions read;
   if (p.get<bool>("skip-invalid")) read.invalid = data::InvalidLines::Skip;
   data::Vocab vocab = vocabulary(p, dir, resuming, read);
-  train::TrainingData data = load_data(p, vocab, read);
+  train::TrainingData data = load_data(p, vocab, read, rank0);
 
-  options.log = &std::cerr;
+  options.log = rank0 ? &std::cerr : nullptr;  // one voice: rank 0's
   options.stop_requested = &g_stop;
   std::optional<train::Trainer> trainer;
   if (resuming) {
@@ -155,24 +238,19 @@ int train(const cli::ParsedOptions& p) {
   } else {
     trainer.emplace(model_config_from(p, vocab), std::move(data), options);
   }
-  const std::string yaml = p.dump_yaml();
-  io::remove_stale_temporaries(dir / "train.yml");  // left by a run killed while writing it
-  io::write_file_atomically(dir / "train.yml", std::as_bytes(std::span(yaml.data(), yaml.size())));
-
-  const models::ModelConfig& c = trainer->model().config();
-  std::cerr << "training data: " << trainer->corpus_stats().describe() << "; "
-            << trainer->batches_per_epoch() << " batches per epoch\n"
-            << "model: " << models::to_json(c) << ", " << trainer->model().parameters().numel()
-            << " parameters"
-            << (resuming ? ", resumed at update " + std::to_string(trainer->progress().update)
-                         : std::string())
-            << "\n";
+  if (rank0) {
+    const std::string yaml = p.dump_yaml();
+    io::remove_stale_temporaries(dir / "train.yml");  // left by a run killed while writing it
+    io::write_file_atomically(dir / "train.yml",
+                              std::as_bytes(std::span(yaml.data(), yaml.size())));
+    report_start(*trainer, exchange.get(), options.accumulate, resuming);
+  }
   std::signal(SIGINT, request_stop);
   std::signal(SIGTERM, request_stop);
   const train::TrainSummary s = trainer->run();
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
-  if (s.progress.best_valid_loss)
+  if (s.progress.best_valid_loss && rank0)
     std::cerr << "best validation cross-entropy " << *s.progress.best_valid_loss << " (BLEU "
               << s.progress.best_valid_bleu << "): " << (dir / train::kBestModelFile).string()
               << "\n";
@@ -182,7 +260,8 @@ int train(const cli::ParsedOptions& p) {
 }  // namespace
 
 int train_main(int argc, const char* const* argv) {
-  return run_guarded("train", [&] {
+  std::shared_ptr<train::GradientExchange> exchange;
+  const int rc = run_guarded("train", [&] {
     const cli::OptionSet options = train_options();
     const cli::ParsedOptions p = options.parse(argc, argv);
     if (p.help_requested()) {
@@ -193,8 +272,15 @@ int train_main(int argc, const char* const* argv) {
           "a YAML file (-c FILE) whose keys are the flag names.");
       return kExitOk;
     }
-    return train(p);
+    return train(p, exchange);
   });
+  // A rank that fails alone (a full disk on rank 0, say) must not leave the others
+  // waiting for it in the next exchange: end the whole job, with this rank's message
+  // already printed.
+#ifdef QKV_HAVE_MPI
+  if (rc != kExitOk && exchange != nullptr && exchange->size() > 1) train::abort_mpi_job(rc);
+#endif
+  return rc;
 }
 
 }  // namespace qkv::tool

@@ -1,0 +1,22 @@
+// The GradientExchange over MPI (Open MPI from Debian; launched with mpirun). A target of
+// its own, qkv_train_mpi, built only where CMake finds MPI, so the trainer and every
+// other front end build and run without it.
+#pragma once
+
+#include <memory>
+
+#include "qkv/train/gradient_exchange.h"
+
+namespace qkv::train {
+
+// Initialises MPI (once per process; MPI_Finalize when the last exchange made here is
+// destroyed) and returns the exchange over MPI_COMM_WORLD. ConfigError when MPI cannot
+// start.
+std::shared_ptr<GradientExchange> make_mpi_exchange(ExchangeMode mode);
+
+// Ends every rank of the job at once (MPI_Abort with `code`): what a rank does when it
+// fails on its own (a full disk on rank 0, a corrupt file), so that the others do not
+// wait for it forever. Does nothing when MPI was not initialised.
+void abort_mpi_job(int code) noexcept;
+
+}  // namespace qkv::train
