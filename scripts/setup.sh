@@ -20,6 +20,7 @@ packages=(
   libyaml-cpp-dev                    # YAML training configs (qkv train -c FILE)
   libpng-dev                         # PNG attention heatmaps (qkv attend --png)
   chromium                           # headless rendering test of qkv report
+  libopenmpi-dev openmpi-bin         # data-parallel training (qkv train under mpirun)
 )
 
 missing=()
