@@ -1,5 +1,5 @@
-// The ordered chain (rank 0 -> 1 -> ... -> R-1, in chunks so the ranks work on different
-// chunks at once) followed by a broadcast from the last rank; or one MPI_Allreduce.
+// The ordered chain (rank 0 -> 1 -> ... -> R-1 and back, in chunks so that the ranks and
+// both directions of every link work at once), or one MPI_Allreduce.
 #include "qkv/train/mpi_exchange.h"
 
 #include <mpi.h>
@@ -14,10 +14,6 @@
 
 namespace qkv::train {
 namespace {
-
-// Floats per message of the chain: small enough that the next rank starts on a chunk
-// while this one adds the following, large enough that per-message costs stay small.
-constexpr size_t kChunk = size_t{1} << 18;  // 1 MiB
 
 void check_mpi(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return;
@@ -37,7 +33,8 @@ std::atomic<int> g_live{0};  // exchanges alive; the last one finalises MPI
 
 class MpiExchange final : public GradientExchange {
  public:
-  explicit MpiExchange(ExchangeMode mode) : mode_(mode) {
+  MpiExchange(ExchangeMode mode, size_t chunk) : mode_(mode), chunk_(chunk) {
+    QKV_CHECK(chunk >= 1, ValueError, "make_mpi_exchange: chunk of ", chunk, " floats");
     int initialised = 0;
     MPI_Initialized(&initialised);
     if (initialised == 0) {
@@ -50,6 +47,10 @@ class MpiExchange final : public GradientExchange {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    int* bound = nullptr;
+    int found = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &bound, &found);
+    if (found != 0 && bound != nullptr) tag_bound_ = *bound;
     ++g_live;
   }
   ~MpiExchange() override {
@@ -77,31 +78,7 @@ class MpiExchange final : public GradientExchange {
                 "Allreduce");
       return;
     }
-    // Chain: receive the running sum of ranks < r chunk by chunk, add this rank's
-    // micro-batches in order, pass it on. Rank 0 starts it with its own sum.
-    std::vector<MPI_Request> sent;
-    for (size_t begin = 0; begin < sum.size(); begin += kChunk) {
-      const size_t n = std::min(kChunk, sum.size() - begin);
-      const std::span<float> chunk = sum.subspan(begin, n);
-      if (rank_ > 0) {
-        check_mpi(MPI_Recv(chunk.data(), as_count(n), MPI_FLOAT, rank_ - 1, kChainTag,
-                           MPI_COMM_WORLD, MPI_STATUS_IGNORE),
-                  "Recv (gradient chain)");
-        for (const WeightedGradient& g : own)
-          add_weighted(chunk, g.grad.subspan(begin, n), g.weight);
-      }
-      if (rank_ + 1 < size_) {
-        sent.emplace_back();
-        check_mpi(MPI_Isend(chunk.data(), as_count(n), MPI_FLOAT, rank_ + 1, kChainTag,
-                            MPI_COMM_WORLD, &sent.back()),
-                  "Isend (gradient chain)");
-      }
-    }
-    if (!sent.empty())
-      check_mpi(MPI_Waitall(int(sent.size()), sent.data(), MPI_STATUSES_IGNORE), "Waitall");
-    // The last rank holds the whole sum; a broadcast copies it, bit for bit.
-    check_mpi(MPI_Bcast(sum.data(), as_count(sum.size()), MPI_FLOAT, size_ - 1, MPI_COMM_WORLD),
-              "Bcast (gradient)");
+    ordered_reduce(sum, own);
   }
 
   std::vector<double> gather(std::span<const double> mine) override {
@@ -125,15 +102,73 @@ class MpiExchange final : public GradientExchange {
   }
 
  private:
-  static constexpr int kChainTag = 17;
+  // The sum in rank order, identical everywhere: forward, the running sum flows
+  // 0 -> 1 -> ... -> R-1 chunk by chunk, each rank adding its micro-batches; backward, each
+  // finished chunk flows R-1 -> ... -> 0 over the links' other direction while later
+  // chunks still go forward. Each link carries the arena once per direction, so the
+  // exchange takes about one arena's transfer time plus 2 chunk hops.
+  void ordered_reduce(std::span<float> sum, std::span<const WeightedGradient> own) {
+    const size_t chunks = (sum.size() + chunk_ - 1) / chunk_;
+    QKV_CHECK(2 * chunks + 1 < size_t(tag_bound_), ValueError, "gradient of ", sum.size(),
+              " floats: more chunks than MPI tags allow");
+    const bool first = rank_ == 0, last = rank_ == size_ - 1;
+    enum Kind : size_t { kForwardRecv, kForwardSend, kBackwardRecv, kBackwardSend };
+    std::vector<MPI_Request> requests(4 * chunks, MPI_REQUEST_NULL);
+    // Chunk c travels with tag 2c (forward) or 2c + 1 (backward): completions come in any
+    // order, so the tag, not the arrival order, says which chunk a message is.
+    const auto post = [&](Kind kind, size_t c) {
+      const size_t begin = c * chunk_;
+      const int n = as_count(std::min(chunk_, sum.size() - begin));
+      float* data = sum.data() + begin;
+      const bool forward = kind == kForwardRecv || kind == kForwardSend;
+      const int tag = int(2 * c + (forward ? 0 : 1));
+      MPI_Request* request = &requests[kind * chunks + c];
+      switch (kind) {
+        case kForwardRecv:
+          return check_mpi(MPI_Irecv(data, n, MPI_FLOAT, rank_ - 1, tag, MPI_COMM_WORLD, request),
+                           "Irecv (gradient chain)");
+        case kForwardSend:
+          return check_mpi(MPI_Isend(data, n, MPI_FLOAT, rank_ + 1, tag, MPI_COMM_WORLD, request),
+                           "Isend (gradient chain)");
+        case kBackwardRecv:
+          return check_mpi(MPI_Irecv(data, n, MPI_FLOAT, rank_ + 1, tag, MPI_COMM_WORLD, request),
+                           "Irecv (gradient chain)");
+        case kBackwardSend:
+          return check_mpi(MPI_Isend(data, n, MPI_FLOAT, rank_ - 1, tag, MPI_COMM_WORLD, request),
+                           "Isend (gradient chain)");
+      }
+    };
+    for (size_t c = 0; c < chunks; ++c) post(first ? kForwardSend : kForwardRecv, c);
+    while (true) {
+      int index = MPI_UNDEFINED;
+      check_mpi(MPI_Waitany(int(requests.size()), requests.data(), &index, MPI_STATUS_IGNORE),
+                "Waitany (gradient chain)");
+      if (index == MPI_UNDEFINED) break;  // every request done
+      const auto kind = Kind(size_t(index) / chunks);
+      const size_t c = size_t(index) % chunks;
+      if (kind == kForwardRecv) {  // the sum of ranks < r: add ours, pass it on
+        const size_t begin = c * chunk_, n = std::min(chunk_, sum.size() - begin);
+        for (const WeightedGradient& g : own)
+          add_weighted(sum.subspan(begin, n), g.grad.subspan(begin, n), g.weight);
+        post(last ? kBackwardSend : kForwardSend, c);
+      } else if (kind == kForwardSend) {  // sent on: the finished chunk comes back here
+        post(kBackwardRecv, c);
+      } else if (kind == kBackwardRecv && !first) {
+        post(kBackwardSend, c);
+      }
+    }
+  }
+
   ExchangeMode mode_;
+  size_t chunk_;           // floats per message of the chain
+  int tag_bound_ = 32767;  // MPI_TAG_UB, at least this
   int rank_ = 0, size_ = 1;
 };
 
 }  // namespace
 
-std::shared_ptr<GradientExchange> make_mpi_exchange(ExchangeMode mode) {
-  return std::make_shared<MpiExchange>(mode);
+std::shared_ptr<GradientExchange> make_mpi_exchange(ExchangeMode mode, size_t chunk_floats) {
+  return std::make_shared<MpiExchange>(mode, chunk_floats);
 }
 
 void abort_mpi_job(int code) noexcept {

@@ -3,16 +3,22 @@
 // other front end build and run without it.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 
 #include "qkv/train/gradient_exchange.h"
 
 namespace qkv::train {
 
+// Floats per message of the ordered chain: small enough that the next rank starts on a
+// chunk while this one adds the following, large enough that per-message costs stay small.
+inline constexpr size_t kDefaultChunkFloats = size_t{1} << 18;  // 1 MiB
+
 // Initialises MPI (once per process; MPI_Finalize when the last exchange made here is
 // destroyed) and returns the exchange over MPI_COMM_WORLD. ConfigError when MPI cannot
 // start.
-std::shared_ptr<GradientExchange> make_mpi_exchange(ExchangeMode mode);
+std::shared_ptr<GradientExchange> make_mpi_exchange(ExchangeMode mode,
+                                                    size_t chunk_floats = kDefaultChunkFloats);
 
 // Ends every rank of the job at once (MPI_Abort with `code`): what a rank does when it
 // fails on its own (a full disk on rank 0, a corrupt file), so that the others do not
