@@ -57,5 +57,11 @@ for name in transformer rnn; do
     "1 rank x 2 threads $(tps "$WORK/$name.1x2.log") tokens/s;" \
     "2 ranks x 1 thread, ordered $(tps "$WORK/$name.2x1.log") tokens/s (bitwise equal: $same);" \
     "allreduce $(tps "$WORK/$name.ar.log") tokens/s"
+  # The scaling model's compute input: seconds per micro-batch on this machine (2 threads).
+  seen=$(grep -ao '"tokens_seen":"[0-9]*"' "$WORK/$name.1x2/train_state.safetensors" | head -1 |
+    tr -dc '0-9')
+  python3 -c "t = $seen / (2 * $UPDATES); print(f'  {t:.0f} tokens per micro-batch: t_c =', \
+    f'{t / $(tps "$WORK/$name.1x2.log"):.2f} s per micro-batch at 2 threads')"
+  echo "  in training (2 ranks, ordered): $(grep '^gradient exchange:' "$WORK/$name.2x1.log")"
   "${MPIRUN[@]}" -n 2 "$EX" --params "$params" --reps 10
 done

@@ -280,11 +280,11 @@ TrainSummary Trainer::run() {
     }
     // Rank 0's clock and any rank's stop request decide for all: every rank stops at the
     // same update (one small collective per update when there are several).
-    int64_t stop = 0;
-    if (s.options.stop_requested != nullptr && s.options.stop_requested->load())
-      stop = 2;
-    else if (after.seconds && s.rank0() && s.wall_seconds() >= *after.seconds)
+    int64_t stop = 0;  // 1: time is up (checked first, as in one process); 2: stop asked
+    if (after.seconds && s.rank0() && s.wall_seconds() >= *after.seconds)
       stop = 1;
+    else if (s.options.stop_requested != nullptr && s.options.stop_requested->load())
+      stop = 2;
     if (several) stop = s.exchange->max_over_ranks(stop);
     if (stop != 0) {
       summary.reason = stop == 2 ? StopReason::Interrupted : StopReason::WallTime;
@@ -315,6 +315,16 @@ TrainSummary Trainer::run() {
     if (s.options.save_freq > 0 && u % s.options.save_freq == 0) save_checkpoint();
   }
   save_checkpoint();
+  if (s.options.log != nullptr && s.exchange->size() > 1 && s.exchanges > 0)
+    *s.options.log << "gradient exchange: " << s.exchange->size() << " ranks, "
+                   << format_fixed(double(s.model->parameters().numel()) * 4 / 1e6, 1)
+                   << " MB per update, "
+                   << format_fixed(1e3 * s.exchange_seconds / double(s.exchanges), 1)
+                   << " ms per update on rank 0 (waiting for slower ranks included), "
+                   << format_fixed(100 * s.exchange_seconds /
+                                       std::max(1e-9, s.wall_seconds() - s.wall_at_session_start),
+                                   1)
+                   << "% of this session\n";
   if (s.options.log != nullptr)
     *s.options.log << "training stopped after update " << s.progress.update << " (ep "
                    << last_epoch + 1 << "): " << to_string(summary.reason) << "; saved "
@@ -431,9 +441,12 @@ UpdateRecord Trainer::train_on(const std::vector<data::Batch>& batches) {
         own.push_back({s.own_grads[size_t(i)], weight});
       }
     }
+    const Clock::time_point exchange_start = Clock::now();
     s.exchange->reduce(s.sum, own);
     grads = s.sum;
     const std::vector<double> losses = s.exchange->gather(std::span<const double>(own_losses));
+    s.exchange_seconds += std::chrono::duration<double>(Clock::now() - exchange_start).count();
+    ++s.exchanges;
     QKV_CHECK(int64_t(losses.size()) == m, InternalError, "gathered ", losses.size(),
               " losses for ", m, " micro-batches");
     double weighted = 0;

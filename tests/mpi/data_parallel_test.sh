@@ -150,10 +150,14 @@ else
   grep -q 'rank 1' "$kill_dir.log" || fail "kill: the message does not name rank 1"
   echo "kill: rank 1 (pid $victim) killed; mpirun ended in ${elapsed} ms with exit $rc"
   loads_model "$QKV" "$kill_dir" "$DATA" || fail "kill: the checkpoint left does not load"
-  # The budget of the resumed run: a few updates past where the kill left the checkpoint.
-  mpi -n 2 "$QKV" train --model "$kill_dir" "${KILL[@]}" --after 12u --resume \
+  # The budget of the resumed run: a few updates past the checkpoint the kill left (on a
+  # loaded machine the run may get well past update 5 before the kill lands).
+  saved=$(grep -ao '"update":"[0-9]*"' "$kill_dir/train_state.safetensors" | head -1 | tr -dc 0-9)
+  budget=$((${saved:-0} + 4))
+  mpi -n 2 "$QKV" train --model "$kill_dir" "${KILL[@]}" --after "${budget}u" --resume \
     2>"$kill_dir.resume.log" || fail "kill: the resume failed"
-  "$QKV" train --model "$WORK/kill.ref" "${KILL[@]}" --after 12u --accumulate 2 \
+  grep -q "resumed at update $saved" "$kill_dir.resume.log" || fail "kill: not resumed at $saved"
+  "$QKV" train --model "$WORK/kill.ref" "${KILL[@]}" --after "${budget}u" --accumulate 2 \
     2>/dev/null || fail "kill: the reference run failed"
   cmp -s "$WORK/kill.ref/model.safetensors" "$kill_dir/model.safetensors" ||
     fail "kill: killed and resumed differs from an uninterrupted run"

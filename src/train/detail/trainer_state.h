@@ -45,8 +45,9 @@ struct Trainer::State {
   // one micro-batch.
   std::vector<float> sum;
   std::vector<std::vector<float>> own_grads;
-  // Rank 0's early-stopping decision, agreed with the other ranks before the next update.
-  bool early_stop_pending = false;
+  // Time in the exchange this session (data-parallel), and how many updates used it.
+  double exchange_seconds = 0;
+  int64_t exchanges = 0;
 
   // Files, validation and log lines are rank 0's.
   bool rank0() const { return exchange->rank() == 0; }
