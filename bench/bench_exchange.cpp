@@ -9,7 +9,7 @@
 // Exit status 1 when it does not; a small --chunk makes completions come out of order.
 //
 // usage: mpirun -n R qkv_bench_exchange [--params P] [--accumulate N] [--reps K]
-//                                       [--chunk FLOATS] [--check]
+//                                       [--chunk FLOATS (0: auto)] [--check]
 #include <mpi.h>
 
 #include <algorithm>
@@ -30,7 +30,7 @@ using qkv::train::GradientExchange;
 using qkv::train::WeightedGradient;
 
 struct Args {
-  long long params = 1'000'000, n = 1, reps = 10, chunk = qkv::train::kDefaultChunkFloats;
+  long long params = 1'000'000, n = 1, reps = 10, chunk = qkv::train::kAutoChunk;
   bool check = false;
 };
 
@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
       else if (flag == "--reps")
         a.reps = b::parse_int(b::flag_value(argc, argv, i), "--reps", 1);
       else if (flag == "--chunk")
-        a.chunk = b::parse_int(b::flag_value(argc, argv, i), "--chunk", 1);
+        a.chunk = b::parse_int(b::flag_value(argc, argv, i), "--chunk", 0);
       else if (flag == "--check")
         a.check = true;
       else

@@ -7,29 +7,30 @@ machine) + the gradient exchange (modelled; no overlap with backward: qkv does n
   A   = 4 P bytes                     the gradient arena (P float32 parameters)
   B   = 0.9 x line rate               effective bandwidth per link and direction
   a   = 50 us                         per-message latency (TCP over Ethernet)
-  c   = 1 MiB                         the ordered chain's chunk (mpi_exchange.cpp)
+  c   = A / (8 (R-1)) in [64 KiB, 1 MiB]   the ordered chain's chunk (mpi_exchange.h)
 
-  ordered:   T = A/B + (R-1)(c/B + a)            chain, pipelined in chunks
-               + 2 (R-1)/R A/B + ceil(log2 R) a  broadcast (scatter + allgather)
+  ordered:   T = A/B + 2 (R-1)(c/B + a)          the forward chain and the backward one,
+                                                 pipelined in chunks, on both directions
+                                                 of the links at once
   allreduce: T = 2 (R-1)/R A/B + 2 (R-1) a       ring allreduce
   efficiency E(R) = t_c / (t_c + T(R))           t_c: compute seconds per update and rank
 
 usage: bench/scaling_model.py NAME:PARAMS:SECONDS_PER_UPDATE ...
-e.g.   bench/scaling_model.py transformer:7600000:1.40 rnn:4200000:1.10
+e.g.   bench/scaling_model.py transformer:7578624:1.74 rnn:4216320:1.78
 """
-import math
 import sys
 
 LATENCY = 50e-6
-CHUNK = 1 << 20
+
+
+def chunk(a_bytes, r):
+    return min(max(a_bytes / (8 * (r - 1)), 64 << 10), 1 << 20)
 
 
 def ordered(a_bytes, r, bw):
     if r == 1:
         return 0.0
-    chain = a_bytes / bw + (r - 1) * (CHUNK / bw + LATENCY)
-    bcast = 2 * (r - 1) / r * a_bytes / bw + math.ceil(math.log2(r)) * LATENCY
-    return chain + bcast
+    return a_bytes / bw + 2 * (r - 1) * (chunk(a_bytes, r) / bw + LATENCY)
 
 
 def allreduce(a_bytes, r, bw):

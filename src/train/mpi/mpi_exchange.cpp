@@ -34,7 +34,6 @@ std::atomic<int> g_live{0};  // exchanges alive; the last one finalises MPI
 class MpiExchange final : public GradientExchange {
  public:
   MpiExchange(ExchangeMode mode, size_t chunk) : mode_(mode), chunk_(chunk) {
-    QKV_CHECK(chunk >= 1, ValueError, "make_mpi_exchange: chunk of ", chunk, " floats");
     int initialised = 0;
     MPI_Initialized(&initialised);
     if (initialised == 0) {
@@ -108,7 +107,8 @@ class MpiExchange final : public GradientExchange {
   // chunks still go forward. Each link carries the arena once per direction, so the
   // exchange takes about one arena's transfer time plus 2 chunk hops.
   void ordered_reduce(std::span<float> sum, std::span<const WeightedGradient> own) {
-    const size_t chunks = (sum.size() + chunk_ - 1) / chunk_;
+    const size_t chunk = chunk_for(sum.size());
+    const size_t chunks = (sum.size() + chunk - 1) / chunk;
     QKV_CHECK(2 * chunks + 1 < size_t(tag_bound_), ValueError, "gradient of ", sum.size(),
               " floats: more chunks than MPI tags allow");
     const bool first = rank_ == 0, last = rank_ == size_ - 1;
@@ -117,8 +117,8 @@ class MpiExchange final : public GradientExchange {
     // Chunk c travels with tag 2c (forward) or 2c + 1 (backward): completions come in any
     // order, so the tag, not the arrival order, says which chunk a message is.
     const auto post = [&](Kind kind, size_t c) {
-      const size_t begin = c * chunk_;
-      const int n = as_count(std::min(chunk_, sum.size() - begin));
+      const size_t begin = c * chunk;
+      const int n = as_count(std::min(chunk, sum.size() - begin));
       float* data = sum.data() + begin;
       const bool forward = kind == kForwardRecv || kind == kForwardSend;
       const int tag = int(2 * c + (forward ? 0 : 1));
@@ -147,7 +147,7 @@ class MpiExchange final : public GradientExchange {
       const auto kind = Kind(size_t(index) / chunks);
       const size_t c = size_t(index) % chunks;
       if (kind == kForwardRecv) {  // the sum of ranks < r: add ours, pass it on
-        const size_t begin = c * chunk_, n = std::min(chunk_, sum.size() - begin);
+        const size_t begin = c * chunk, n = std::min(chunk, sum.size() - begin);
         for (const WeightedGradient& g : own)
           add_weighted(sum.subspan(begin, n), g.grad.subspan(begin, n), g.weight);
         post(last ? kBackwardSend : kForwardSend, c);
@@ -159,8 +159,17 @@ class MpiExchange final : public GradientExchange {
     }
   }
 
+  // Floats per message of the chain for an arena of n floats (see kAutoChunk).
+  size_t chunk_for(size_t n) const {
+    if (chunk_ != kAutoChunk) return chunk_;
+    constexpr size_t kMin = size_t{1} << 14, kMax = size_t{1} << 18;  // 64 KiB, 1 MiB
+    size_t c = std::clamp(n / (8 * size_t(std::max(size_ - 1, 1))), kMin, kMax);
+    // Few enough chunks for MPI's tags (two per chunk).
+    return std::max(c, n / (size_t(tag_bound_) / 2 - 1) + 1);
+  }
+
   ExchangeMode mode_;
-  size_t chunk_;           // floats per message of the chain
+  size_t chunk_;           // floats per message of the chain; kAutoChunk: chunk_for
   int tag_bound_ = 32767;  // MPI_TAG_UB, at least this
   int rank_ = 0, size_ = 1;
 };

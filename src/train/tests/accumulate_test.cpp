@@ -162,6 +162,29 @@ TEST_F(AccumulateTest, ResumeIsBitExactWithDropout) {
   EXPECT_EQ(second.progress().micro_batches, 12);
 }
 
+// A non-finite sum skips the whole update, as a non-finite batch does without --accumulate.
+TEST_F(AccumulateTest, ANonFiniteSumSkipsTheUpdate) {
+  const models::ModelConfig config = testing::tiny_rnn(data_->vocab.size(), 0.0);
+  TrainerOptions o = options("poison", 3, 2);
+  std::vector<bool> applied;
+  std::vector<float> before_poisoned;
+  Trainer* current = nullptr;
+  o.on_update = [&](const UpdateRecord& r) {
+    applied.push_back(r.applied);
+    if (r.update == 1) before_poisoned = parameter_values(current->model());
+    if (r.update == 2) {
+      EXPECT_TRUE(same_bits(parameter_values(current->model()), before_poisoned));
+    }
+  };
+  o.poison_gradients = [](int64_t update) { return update == 2; };
+  Trainer trainer(config, *data_, o);
+  current = &trainer;
+  trainer.run();
+  EXPECT_EQ(applied, (std::vector<bool>{true, false, true}));
+  EXPECT_EQ(trainer.progress().guard_total, 1);
+  EXPECT_EQ(trainer.progress().micro_batches, 6);
+}
+
 TEST_F(AccumulateTest, OutOfRangeIsRefusedNamingTheFlag) {
   TrainerOptions o = options("bad", 1, 0);
   EXPECT_TRUE(testing::throws_with<ConfigError>(

@@ -8,6 +8,10 @@
 //                   -> DivergenceError saying what to try
 //   clip_by_global_norm -> Adam step with the schedule's lr -> zero_grad
 //
+// With --accumulate N or several ranks (options.exchange), an update is ranks × N such
+// micro-batches whose gradients are summed, in micro-batch order, before one step
+// (gradient_exchange.h defines the sum); one rank with N = 1 is the loop above, bitwise.
+//
 // and around it: validation every valid_freq updates (cross-entropy per target token
 // and BLEU of greedy translations; the best model kept as model.best.safetensors; early
 // stopping after N validations without a lower cross-entropy), a checkpoint every
