@@ -118,9 +118,9 @@ std::shared_ptr<train::GradientExchange> make_exchange(const cli::ParsedOptions&
                                       : train::ExchangeMode::Ordered);
 #else
   QKV_THROW(ConfigError,
-            mode == "mpi" ? std::string("--data-parallel mpi")
+            mode == "mpi" ? std::string("--data-parallel mpi:")
                           : "mpirun started " + std::to_string(world) + " ranks, but",
-            ": this qkv was built without MPI; install Open MPI (libopenmpi-dev openmpi-bin, "
+            " this qkv was built without MPI; install Open MPI (libopenmpi-dev openmpi-bin, "
             "scripts/setup.sh) and rebuild, or train in one process");
 #endif
 }
