@@ -6,8 +6,8 @@
 #   2. a run of 2 ranks resumed with 3 (the same global batch) is bit-exact;
 #   3. SIGKILL to rank 1 mid-training ends the job within seconds with Open MPI's message
 #      naming the rank; the last checkpoint loads and resumes to the uninterrupted result;
-#   4. ranks with different flags or vocabularies are refused at start-up naming what
-#      differs; --data-parallel off under mpirun with 2 ranks is refused.
+#   4. ranks with different flags, vocabularies or corpora are refused at start-up naming
+#      what differs; --data-parallel off under mpirun with 2 ranks is refused.
 #
 # usage: data_parallel_test.sh --qkv PATH [--work DIR] [--keep]
 # Exits 0 when every check holds, 1 otherwise, 2 on a usage error.
@@ -76,7 +76,7 @@ for model in rnn transformer; do
   for rn in 1x6 2x3 3x2; do
     r=${rn%x*} n=${rn#*x} dir=$WORK/$model.$rn
     if ! mpi -n "$r" "$QKV" train --model "$dir" "${base[@]}" "${extra[@]}" --accumulate "$n" \
-      --data-parallel mpi 2>"$dir.log"; then
+      --data-parallel mpi 2>"$dir.log" && ! ompi_exit_race "$dir.log"; then
       fail "$model: $r ranks x $n failed"
       tail -20 "$dir.log" >&2
       continue
@@ -95,9 +95,9 @@ grep -q 'update: 3 rank(s) x 2 micro-batch(es)' "$WORK/rnn.3x2.log" ||
 res=$WORK/resume
 HALF=("${COMMON[@]}" --vocab "$DATA/vocab.spm" "${RNN[@]}" --disp-freq 1 --save-freq 2)
 mpi -n 2 "$QKV" train --model "$res" "${HALF[@]}" --accumulate 3 --after 2u 2>"$res.1.log" ||
-  fail "resume: the first half failed"
+  ompi_exit_race "$res.1.log" || fail "resume: the first half failed"
 mpi -n 3 "$QKV" train --model "$res" "${HALF[@]}" --after 4u --accumulate 2 --resume \
-  2>"$res.2.log" ||
+  2>"$res.2.log" || ompi_exit_race "$res.2.log" ||
   { fail "resume: the second half (3 ranks) failed"; tail -20 "$res.2.log" >&2; }
 grep -q 'resumed at update 2' "$res.2.log" || fail "resume: not resumed at update 2"
 cmp -s "$WORK/rnn.ref/model.safetensors" "$res/model.safetensors" ||
@@ -155,7 +155,7 @@ else
   saved=$(grep -ao '"update":"[0-9]*"' "$kill_dir/train_state.safetensors" | head -1 | tr -dc 0-9)
   budget=$((${saved:-0} + 4))
   mpi -n 2 "$QKV" train --model "$kill_dir" "${KILL[@]}" --after "${budget}u" --resume \
-    2>"$kill_dir.resume.log" || fail "kill: the resume failed"
+    2>"$kill_dir.resume.log" || ompi_exit_race "$kill_dir.resume.log" || fail "kill: the resume failed"
   grep -q "resumed at update $saved" "$kill_dir.resume.log" || fail "kill: not resumed at $saved"
   "$QKV" train --model "$WORK/kill.ref" "${KILL[@]}" --after "${budget}u" --accumulate 2 \
     2>/dev/null || fail "kill: the reference run failed"
@@ -177,6 +177,16 @@ mpi -n 1 "$QKV" train --model "$WORK/mm2" "${SHORT[@]}" --vocab "$DATA/vocab.spm
   >"$WORK/mm2.log" 2>&1 && fail "mismatch: different vocabularies were accepted"
 grep -q 'the vocabulary of rank 1 differs from rank 0' "$WORK/mm2.log" ||
   { fail "mismatch: the vocabulary message is missing"; tail -20 "$WORK/mm2.log" >&2; }
+mkdir -p "$WORK/edited"
+sed '5s/.*/red dog/' "$DATA/train.src" >"$WORK/edited/train.src"
+cp "$DATA/train.tgt" "$WORK/edited/train.tgt"
+EDITED=(--train-sets "$WORK/edited/train.src" "$WORK/edited/train.tgt" --mini-batch-words 64
+  --max-length 20 --valid-freq 0 --threads 1 --seed 7 --dropout 0.1 "${RNN[@]}" --after 2u)
+mpi -n 1 "$QKV" train --model "$WORK/mm3" "${SHORT[@]}" --vocab "$DATA/vocab.spm" : \
+  -n 1 "$QKV" train --model "$WORK/mm3" "${EDITED[@]}" --vocab "$DATA/vocab.spm" \
+  >"$WORK/mm3.log" 2>&1 && fail "mismatch: different corpora were accepted"
+grep -q 'the training corpus (its kept pairs, --max-length, --mini-batch-words) of rank 1 differs' \
+  "$WORK/mm3.log" || { fail "mismatch: the corpus message is missing"; tail -20 "$WORK/mm3.log" >&2; }
 mpi -n 2 "$QKV" train --model "$WORK/off" "${SHORT[@]}" --vocab "$DATA/vocab.spm" --data-parallel off \
   >"$WORK/off.log" 2>&1 && fail "--data-parallel off under mpirun -n 2 was accepted"
 grep -q 'mpirun started 2 ranks but --data-parallel is off' "$WORK/off.log" ||

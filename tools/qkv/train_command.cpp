@@ -9,6 +9,7 @@
 
 #include "command.h"
 #include "qkv/base/hash.h"
+#include "qkv/base/log.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/data/parallel_corpus.h"
 #include "qkv/io/atomic_file.h"
@@ -197,6 +198,9 @@ int train(const cli::ParsedOptions& p, std::shared_ptr<train::GradientExchange>&
     model_config_from(p, std::max<int64_t>(p.get<int64_t>("vocab-size"), 5));
   exchange = make_exchange(p);
   const bool rank0 = exchange == nullptr || exchange->rank() == 0;
+  // One voice: the other ranks read the same data and would repeat rank 0's warnings;
+  // their errors still print.
+  if (!rank0 && log_level() < LogLevel::Error) set_log_level(LogLevel::Error);
   if (exchange != nullptr) {
     QKV_CHECK(p.has("vocab") || p.get<bool>("resume"), ConfigError,
               "--data-parallel: give --vocab FILE (train one with `qkv vocab`): every rank "
