@@ -201,7 +201,7 @@ int train(const cli::ParsedOptions& p, std::shared_ptr<train::GradientExchange>&
   // One voice: the other ranks read the same data and would repeat rank 0's warnings;
   // their errors still print.
   if (!rank0 && log_level() < LogLevel::Error) set_log_level(LogLevel::Error);
-  if (exchange != nullptr) {
+  if (exchange != nullptr && exchange->size() > 1) {
     QKV_CHECK(p.has("vocab") || p.get<bool>("resume"), ConfigError,
               "--data-parallel: give --vocab FILE (train one with `qkv vocab`): every rank "
               "must use the same vocabulary, and ranks must not train one each");
