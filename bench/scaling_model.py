@@ -16,7 +16,7 @@ machine) + the gradient exchange (modelled; no overlap with backward: qkv does n
   efficiency E(R) = t_c / (t_c + T(R))           t_c: compute seconds per update and rank
 
 usage: bench/scaling_model.py NAME:PARAMS:SECONDS_PER_UPDATE ...
-e.g.   bench/scaling_model.py transformer:7578624:1.74 rnn:4216320:1.78
+e.g.   bench/scaling_model.py transformer:7578624:1.54 rnn:4216320:0.77
 """
 import sys
 

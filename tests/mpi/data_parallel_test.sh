@@ -187,6 +187,12 @@ mpi -n 1 "$QKV" train --model "$WORK/mm3" "${SHORT[@]}" --vocab "$DATA/vocab.spm
   >"$WORK/mm3.log" 2>&1 && fail "mismatch: different corpora were accepted"
 grep -q 'the training corpus (its kept pairs, --max-length, --mini-batch-words) of rank 1 differs' \
   "$WORK/mm3.log" || { fail "mismatch: the corpus message is missing"; tail -20 "$WORK/mm3.log" >&2; }
+# --threads is a node's own choice (results do not depend on it): accepted.
+mpi -n 1 "$QKV" train --model "$WORK/threads" "${SHORT[@]}" --vocab "$DATA/vocab.spm" : \
+  -n 1 "$QKV" train --model "$WORK/threads" "${COMMON[@]:0:3}" --mini-batch-words 64 \
+  --max-length 20 --valid-freq 0 --threads 2 --seed 7 --dropout 0.1 "${RNN[@]}" --after 2u \
+  --vocab "$DATA/vocab.spm" >"$WORK/threads.log" 2>&1 || ompi_exit_race "$WORK/threads.log" ||
+  { fail "ranks with different --threads were refused"; tail -5 "$WORK/threads.log" >&2; }
 mpi -n 2 "$QKV" train --model "$WORK/off" "${SHORT[@]}" --vocab "$DATA/vocab.spm" --data-parallel off \
   >"$WORK/off.log" 2>&1 && fail "--data-parallel off under mpirun -n 2 was accepted"
 grep -q 'mpirun started 2 ranks but --data-parallel is off' "$WORK/off.log" ||
