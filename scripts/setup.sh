@@ -24,6 +24,7 @@ packages=(
   python3-numpy                      # its arrays (attention on numpy arrays, attention maps)
   python3-pytest                     # its tests (python/tests, run by ctest)
   python3-matplotlib                 # examples/attention_in_python.py draws a heatmap PNG
+  libopenmpi-dev openmpi-bin         # data-parallel training (qkv train under mpirun)
 )
 
 missing=()

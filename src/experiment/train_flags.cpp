@@ -88,6 +88,19 @@ void declare_training(cli::OptionSet& o) {
       .range(0, 1e9);
   o.add_int("seed", 1111, "Seed of the initial weights, dropout and batch order.").range(0, 9.0e18);
   o.add_int("threads", 0, "Worker threads (0: QKV_NUM_THREADS or all cores).").range(0, 256);
+  o.add_int("accumulate", 1,
+            "Micro-batches (of --mini-batch-words each) whose gradients are summed before one "
+            "optimizer step, per rank (Marian's --optimizer-delay); the update's loss is the "
+            "mean per target token over all of them.")
+      .range(1, 4096);
+  o.add_enum("data-parallel", {"auto", "off", "mpi"}, "auto",
+             "mpi: the processes started by mpirun train one model, each computing its share "
+             "of every update (R ranks x --accumulate N = 1 rank x R*N, bitwise); auto: mpi "
+             "when mpirun started more than one rank; off: refuse to run under mpirun.");
+  o.add_enum("gradient-exchange", {"ordered", "allreduce"}, "ordered",
+             "With --data-parallel mpi: ordered sums the micro-batch gradients in one fixed "
+             "order (results independent of the number of ranks); allreduce uses "
+             "MPI_Allreduce (reproducible only for the same number of ranks).");
   o.add_switch("resume",
                "Continue the run saved in --model (bit-exactly); starts a new one if there is "
                "none.");
@@ -180,6 +193,7 @@ train::TrainerOptions trainer_options_from(const cli::ParsedOptions& p) {
   o.disp_seconds =
       p.is_set("disp-seconds") || isatty(STDERR_FILENO) != 0 ? p.get<double>("disp-seconds") : 0.0;
   o.early_stopping = p.get<int64_t>("early-stopping");
+  o.accumulate = p.get<int64_t>("accumulate");
   const cli::Budget budget = cli::parse_budget(p.get<std::string>("after"));
   o.after.updates = budget.updates;
   o.after.epochs = budget.epochs;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <optional>
 
+#include "qkv/base/hash.h"
+#include "qkv/base/log.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/data/parallel_corpus.h"
 #include "qkv/experiment/train_flags.h"
@@ -65,6 +67,45 @@ train::TrainingData load_data(const cli::ParsedOptions& p, data::Vocab vocab,
   return d;
 }
 
+// The flags every rank must share, as one hash: all of them but --threads (a node's own
+// choice: results do not depend on it).
+uint64_t flags_hash(const cli::ParsedOptions& p) {
+  std::string kept;
+  const std::string yaml = p.dump_yaml();
+  size_t begin = 0;
+  while (begin < yaml.size()) {
+    size_t end = yaml.find('\n', begin);
+    if (end == std::string::npos) end = yaml.size();
+    const std::string_view line(yaml.data() + begin, end - begin);
+    if (!line.starts_with("threads:")) kept.append(line).push_back('\n');
+    begin = end + 1;
+  }
+  return fnv1a_64(kept);
+}
+
+// The start-up report: the data, the model, and how an update is split.
+void report_start(std::ostream& log, train::Trainer& t, const train::GradientExchange* exchange,
+                  int64_t accumulate, bool resuming) {
+  const models::ModelConfig& c = t.model().config();
+  // Every rank reads the whole corpus (the same batch stream: the start-up check compared
+  // the kept pairs), so these counts are every rank's alike.
+  log << "training data: " << t.corpus_stats().describe() << "; " << t.batches_per_epoch()
+      << " batches per epoch\n"
+      << "model: " << models::to_json(c) << ", " << t.model().parameters().numel() << " parameters"
+      << (resuming ? ", resumed at update " + std::to_string(t.progress().update) : std::string())
+      << "\n";
+  const int ranks = exchange != nullptr ? exchange->size() : 1;
+  if (ranks > 1 || accumulate > 1)
+    log << "update: " << ranks << " rank(s) x " << accumulate
+        << " micro-batch(es) = " << ranks * accumulate
+        << " micro-batches of --mini-batch-words each"
+        << (ranks > 1 ? exchange->mode() == train::ExchangeMode::Ordered
+                            ? "; gradients summed in micro-batch order"
+                            : "; gradients combined by MPI_Allreduce"
+                      : "")
+        << "\n";
+}
+
 }  // namespace
 
 train::TrainSummary run_training_session(const cli::ParsedOptions& p, const TrainingHooks& hooks) {
@@ -75,6 +116,20 @@ train::TrainSummary run_training_session(const cli::ParsedOptions& p, const Trai
   if (!p.get_list("valid-sets").empty()) pair_of(p, "valid-sets");
   if (!p.get<bool>("resume") || model_flags_given(p))
     model_config_from(p, std::max<int64_t>(p.get<int64_t>("vocab-size"), 5));
+  const std::shared_ptr<train::GradientExchange> exchange =
+      hooks.make_exchange ? hooks.make_exchange() : nullptr;
+  const bool rank0 = exchange == nullptr || exchange->rank() == 0;
+  // One voice: the other ranks read the same data and would repeat rank 0's warnings and
+  // progress; their errors still print.
+  std::ostream* const log = rank0 ? hooks.log : nullptr;
+  if (!rank0 && log_level() < LogLevel::Error) set_log_level(LogLevel::Error);
+  if (exchange != nullptr && exchange->size() > 1) {
+    QKV_CHECK(p.has("vocab") || p.get<bool>("resume"), ConfigError,
+              "--data-parallel: give --vocab FILE (train one with `qkv vocab`): every rank "
+              "must use the same vocabulary, and ranks must not train one each");
+    options.exchange = exchange;
+    options.fingerprint = {{"the flags (all but --threads)", flags_hash(p)}};
+  }
   const fs::path dir = options.model_dir;
   const bool saved = fs::exists(dir / train::kTrainStateFile);
   const bool resume = p.get<bool>("resume");
@@ -86,8 +141,8 @@ train::TrainSummary run_training_session(const cli::ParsedOptions& p, const Trai
             ", so there is nothing to resume and nothing to overwrite; choose another --model "
             "directory");
   const bool resuming = resume && saved;
-  if (resume && !saved && hooks.log)
-    *hooks.log << "nothing to resume in " << dir.string() << ": starting a new run\n";
+  if (resume && !saved && log)
+    *log << "nothing to resume in " << dir.string() << ": starting a new run\n";
   std::error_code ec;
   fs::create_directories(dir, ec);
   QKV_CHECK(!ec, IoError, "cannot create the model directory ", dir.string(), ": ", ec.message());
@@ -95,9 +150,9 @@ train::TrainSummary run_training_session(const cli::ParsedOptions& p, const Trai
   data::TextReadOptions read;
   if (p.get<bool>("skip-invalid")) read.invalid = data::InvalidLines::Skip;
   data::Vocab vocab = vocabulary(p, dir, resuming, read);
-  train::TrainingData data = load_data(p, vocab, read, hooks.log);
+  train::TrainingData data = load_data(p, vocab, read, log);
 
-  options.log = hooks.log;
+  options.log = log;
   options.stop_requested = hooks.stop_requested;
   options.on_update = hooks.on_update;
   std::optional<train::Trainer> trainer;
@@ -110,19 +165,13 @@ train::TrainSummary run_training_session(const cli::ParsedOptions& p, const Trai
   } else {
     trainer.emplace(model_config_from(p, vocab), std::move(data), options);
   }
-  const std::string yaml = p.dump_yaml();
-  io::remove_stale_temporaries(dir / "train.yml");  // left by a run killed while writing it
-  io::write_file_atomically(dir / "train.yml", std::as_bytes(std::span(yaml.data(), yaml.size())));
-
-  const models::ModelConfig& c = trainer->model().config();
-  if (hooks.log)
-    *hooks.log << "training data: " << trainer->corpus_stats().describe() << "; "
-               << trainer->batches_per_epoch() << " batches per epoch\n"
-               << "model: " << models::to_json(c) << ", " << trainer->model().parameters().numel()
-               << " parameters"
-               << (resuming ? ", resumed at update " + std::to_string(trainer->progress().update)
-                            : std::string())
-               << "\n";
+  if (rank0) {  // the other ranks share rank 0's directory or write nothing to their copy
+    const std::string yaml = p.dump_yaml();
+    io::remove_stale_temporaries(dir / "train.yml");  // left by a run killed while writing it
+    io::write_file_atomically(dir / "train.yml",
+                              std::as_bytes(std::span(yaml.data(), yaml.size())));
+  }
+  if (log) report_start(*log, *trainer, exchange.get(), options.accumulate, resuming);
   if (hooks.before_loop) hooks.before_loop();
   train::TrainSummary s;
   try {
@@ -132,10 +181,9 @@ train::TrainSummary run_training_session(const cli::ParsedOptions& p, const Trai
     throw;
   }
   if (hooks.after_loop) hooks.after_loop();
-  if (s.progress.best_valid_loss && hooks.log)
-    *hooks.log << "best validation cross-entropy " << *s.progress.best_valid_loss << " (BLEU "
-               << s.progress.best_valid_bleu << "): " << (dir / train::kBestModelFile).string()
-               << "\n";
+  if (s.progress.best_valid_loss && log)
+    *log << "best validation cross-entropy " << *s.progress.best_valid_loss << " (BLEU "
+         << s.progress.best_valid_bleu << "): " << (dir / train::kBestModelFile).string() << "\n";
   return s;
 }
 

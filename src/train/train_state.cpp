@@ -27,6 +27,7 @@ file_checks::Metadata progress_metadata(const TrainProgress& p, const Adam& adam
       {"format", kStateFormat},
       {"qkv_version", qkv_version()},
       {"update", std::to_string(p.update)},
+      {"micro_batches", std::to_string(p.micro_batches)},
       {"adam_step", std::to_string(adam.step_count())},
       {"tokens_seen", std::to_string(p.tokens_seen)},
       {"wall_seconds", file_checks::format_double(p.wall_seconds)},
@@ -52,6 +53,8 @@ TrainProgress parse_progress(const file_checks::Metadata& m, const std::filesyst
             ": not a qkv training state (metadata 'format' is not '", kStateFormat, "')");
   TrainProgress p;
   p.update = get_int(m, "update", path);
+  // Files of qkv before --accumulate: one micro-batch per update.
+  p.micro_batches = m.count("micro_batches") != 0 ? get_int(m, "micro_batches", path) : p.update;
   p.tokens_seen = get_int(m, "tokens_seen", path);
   p.wall_seconds = get_double(m, "wall_seconds", path);
   p.model_seed = get_uint(m, "rng.model_seed", path);
@@ -72,9 +75,9 @@ TrainProgress parse_progress(const file_checks::Metadata& m, const std::filesyst
   p.stalled_validations = get_int(m, "valid.stalled", path);
   using Counter = std::pair<const char*, int64_t>;
   for (const auto& [key, value] :
-       {Counter{"update", p.update}, Counter{"tokens_seen", p.tokens_seen},
-        Counter{"guard.total", p.guard_total}, Counter{"valid.count", p.validations},
-        Counter{"valid.stalled", p.stalled_validations}})
+       {Counter{"update", p.update}, Counter{"micro_batches", p.micro_batches},
+        Counter{"tokens_seen", p.tokens_seen}, Counter{"guard.total", p.guard_total},
+        Counter{"valid.count", p.validations}, Counter{"valid.stalled", p.stalled_validations}})
     QKV_CHECK(value >= 0, IoError, path.string(), ": metadata key '", key, "' = ", value,
               " is negative");
   return p;

@@ -1,14 +1,17 @@
 // The training loop, construction and resumption, checkpoints and progress lines.
 #include "qkv/train/trainer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <sstream>
 
 #include "detail/dropout_state.h"
 #include "detail/trainer_state.h"
 #include "qkv/autograd/functions.h"
 #include "qkv/base/error.h"
+#include "qkv/base/hash.h"
 #include "qkv/decode/vocab_stamp.h"
 #include "qkv/io/atomic_file.h"
 #include "qkv/train/memory.h"
@@ -28,6 +31,8 @@ void check_options(const TrainerOptions& o) {
     QKV_CHECK(value >= 0, ConfigError, flag, " ", value, " must be >= 0 (0 turns it off)");
   QKV_CHECK(std::isfinite(o.disp_seconds) && o.disp_seconds >= 0, ConfigError, "--disp-seconds ",
             o.disp_seconds, " must be >= 0 (0 turns it off)");
+  QKV_CHECK(o.accumulate >= 1 && o.accumulate <= 4096, ConfigError, "--accumulate ", o.accumulate,
+            " must be in [1, 4096]");
   QKV_CHECK(o.valid_length_factor > 0, ConfigError, "valid_length_factor ", o.valid_length_factor,
             " must be > 0");
   validate(o.schedule);
@@ -136,11 +141,14 @@ Trainer::Trainer(const models::ModelConfig& config, TrainingData data, TrainerOp
   QKV_CHECK(!ec && std::filesystem::is_directory(s.options.model_dir), IoError,
             "cannot create the model directory ", s.options.model_dir.string(), ": ",
             ec ? ec.message() : "not a directory");
-  remove_leftover_temporaries(s.options);
-  const std::string vocab = s.data.vocab.serialized();
-  io::write_file_atomically(s.options.model_dir / kVocabFile,
-                            std::as_bytes(std::span(vocab.data(), vocab.size())));
+  if (s.rank0()) {
+    remove_leftover_temporaries(s.options);
+    const std::string vocab = s.data.vocab.serialized();
+    io::write_file_atomically(s.options.model_dir / kVocabFile,
+                              std::as_bytes(std::span(vocab.data(), vocab.size())));
+  }
   s.prepare_validation();
+  check_ranks_agree();
 }
 
 Trainer Trainer::resume(TrainingData data, TrainerOptions options) {
@@ -149,7 +157,8 @@ Trainer Trainer::resume(TrainingData data, TrainerOptions options) {
   const std::filesystem::path path = options.model_dir / kTrainStateFile;
   QKV_CHECK(std::filesystem::exists(path), IoError, "cannot resume: ", path.string(),
             " does not exist (no checkpoint was saved in ", options.model_dir.string(), ")");
-  remove_leftover_temporaries(options);
+  // Rank 0 alone: another rank's "process gone" test would look at another machine's pids.
+  if (!options.exchange || options.exchange->rank() == 0) remove_leftover_temporaries(options);
   RestoredTraining restored = load_train_state(path, options.adam);
   check_vocab(restored.model->config(), data.vocab);
   options = with_vocab_ids(std::move(options), data.vocab);
@@ -167,7 +176,44 @@ Trainer Trainer::resume(TrainingData data, TrainerOptions options) {
     QKV_THROW(ConfigError, path.string(), ": ", e.what());
   }
   s.prepare_validation();
-  return Trainer(std::move(state));
+  Trainer trainer(std::move(state));
+  trainer.check_ranks_agree();
+  return trainer;
+}
+
+void Trainer::check_ranks_agree() {
+  State& s = *s_;
+  if (s.exchange->size() <= 1) return;
+  const auto hash_of = [](const auto& values) {
+    return fnv1a_64(
+        {reinterpret_cast<const char*>(values.data()), values.size() * sizeof(values[0])});
+  };
+  const data::BatchPosition at = s.batches->position();
+  std::ostringstream training;  // what the trainer's options change in the updates
+  training.precision(17);
+  training << s.options.accumulate << ' ' << s.options.label_smoothing << ' ' << s.options.clip_norm
+           << ' ' << s.options.adam.beta1 << ' ' << s.options.adam.beta2 << ' '
+           << s.options.adam.eps << ' ' << s.options.adam.weight_decay << ' '
+           << int(s.options.schedule.kind) << ' ' << s.options.schedule.learning_rate << ' '
+           << s.options.schedule.warmup << ' ' << s.options.max_non_finite << ' '
+           << int(s.options.adam.variant) << ' ' << int(s.exchange->mode());
+  uint64_t valid = 0;
+  if (s.data.valid)
+    for (const std::string& ref : s.valid_references) valid = valid * 31 + fnv1a_64(ref);
+  const std::span<const float> params(s.model->parameters().values().data<float>(),
+                                      size_t(s.model->parameters().numel()));
+  const std::vector<uint64_t> position = {at.seed, at.epoch, at.index, uint64_t(s.progress.update)};
+  std::vector<FingerprintItem> items = {
+      {"the vocabulary", fnv1a_64(s.data.vocab.serialized())},
+      {"the training corpus (its kept pairs, --max-length, --mini-batch-words)", at.fingerprint},
+      {"the data position (--seed, epoch, batch, update)", hash_of(position)},
+      {"the model configuration", fnv1a_64(models::to_json(s.model->config()))},
+      {"the training options (--accumulate, optimizer, schedule, clipping, label smoothing)",
+       fnv1a_64(training.str())},
+      {"the validation set", valid},
+      {"the parameters (initial, or the checkpoint resumed)", hash_of(params)}};
+  items.insert(items.end(), s.options.fingerprint.begin(), s.options.fingerprint.end());
+  check_same_run(*s.exchange, items);
 }
 
 models::Seq2Seq& Trainer::model() noexcept {
@@ -188,6 +234,7 @@ int64_t Trainer::batches_per_epoch() const noexcept {
 
 void Trainer::save_checkpoint() {
   State& s = *s_;
+  if (!s.rank0()) return;  // the ranks hold the same state: one writer
   s.progress.position = s.batches->position();
   s.progress.guard_consecutive = s.guard.consecutive_skips();
   s.progress.guard_total = s.guard.total_skips();
@@ -220,6 +267,7 @@ TrainSummary Trainer::run() {
   TrainSummary summary;
   const int64_t first_update = s.progress.update + 1;
   uint64_t last_epoch = s.batches->epoch();
+  const bool several = s.exchange->size() > 1;
   while (true) {
     if (after.updates && s.progress.update >= *after.updates) {
       summary.reason = StopReason::Updates;
@@ -229,26 +277,36 @@ TrainSummary Trainer::run() {
       summary.reason = StopReason::Epochs;
       break;
     }
-    if (after.seconds && s.wall_seconds() >= *after.seconds) {
-      summary.reason = StopReason::WallTime;
-      break;
-    }
-    if (s.options.stop_requested != nullptr && s.options.stop_requested->load()) {
-      summary.reason = StopReason::Interrupted;
+    // Rank 0's clock and any rank's stop request decide for all: every rank stops at the
+    // same update (one small collective per update when there are several).
+    int64_t stop = 0;  // 1: time is up (checked first, as in one process); 2: stop asked
+    if (after.seconds && s.rank0() && s.wall_seconds() >= *after.seconds)
+      stop = 1;
+    else if (s.options.stop_requested != nullptr && s.options.stop_requested->load())
+      stop = 2;
+    if (several) stop = s.exchange->max_over_ranks(stop);
+    if (stop != 0) {
+      summary.reason = stop == 2 ? StopReason::Interrupted : StopReason::WallTime;
       break;
     }
     const uint64_t epoch = s.batches->epoch();
-    const data::Batch batch = s.batches->next();
-    UpdateRecord record = train_on(batch);
+    std::vector<data::Batch> batches;
+    for (int64_t j = 0; j < s.micro_batches_per_update(); ++j) batches.push_back(s.batches->next());
+    UpdateRecord record = train_on(batches);
     record.epoch = epoch;
     if (s.options.on_update) s.options.on_update(record);
     const int64_t u = s.progress.update;
     last_epoch = epoch;
     if (progress_due(u, u == first_update)) log_progress(record);
     if (s.options.valid_freq > 0 && u % s.options.valid_freq == 0 && s.data.valid) {
-      summary.last_validation = validate();
-      if (s.options.early_stopping > 0 &&
-          s.progress.stalled_validations >= s.options.early_stopping) {
+      bool stop_early = false;
+      if (s.rank0()) {
+        summary.last_validation = validate();
+        stop_early = s.options.early_stopping > 0 &&
+                     s.progress.stalled_validations >= s.options.early_stopping;
+      }
+      if (several) stop_early = s.exchange->max_over_ranks(stop_early ? 1 : 0) != 0;
+      if (stop_early) {
         summary.reason = StopReason::EarlyStopping;
         break;
       }
@@ -256,6 +314,16 @@ TrainSummary Trainer::run() {
     if (s.options.save_freq > 0 && u % s.options.save_freq == 0) save_checkpoint();
   }
   save_checkpoint();
+  if (s.options.log != nullptr && s.exchange->size() > 1 && s.exchanges > 0)
+    *s.options.log << "gradient exchange: " << s.exchange->size() << " ranks, "
+                   << format_fixed(double(s.model->parameters().numel()) * 4 / 1e6, 1)
+                   << " MB per update, "
+                   << format_fixed(1e3 * s.exchange_seconds / double(s.exchanges), 1)
+                   << " ms per update on rank 0 (waiting for slower ranks included), "
+                   << format_fixed(100 * s.exchange_seconds /
+                                       std::max(1e-9, s.wall_seconds() - s.wall_at_session_start),
+                                   1)
+                   << "% of this session\n";
   if (s.options.log != nullptr)
     *s.options.log << "training stopped after update " << s.progress.update << " (ep "
                    << last_epoch + 1 << "): " << to_string(summary.reason) << "; saved "
@@ -304,25 +372,96 @@ void Trainer::log_progress(const UpdateRecord& last) {
   w = {.start = now};
 }
 
-UpdateRecord Trainer::train_on(const data::Batch& b) {
+double Trainer::micro_batch(const data::Batch& b, int64_t global_index, bool set_dropout) {
   State& s = *s_;
-  TrainProgress& p = s.progress;
   nn::ParameterStore& store = s.model->parameters();
-  ++p.update;
-  p.tokens_seen += b.src_tokens + b.tgt_tokens;
-  UpdateRecord r{.update = p.update, .src_tokens = b.src_tokens, .tgt_tokens = b.tgt_tokens};
-
   store.zero_grad();
+  if (set_dropout) {
+    // Masks of micro-batch k depend on k alone, not on which rank computes it after which
+    // other micro-batches (2^36 mask elements per layer and micro-batch leave room for
+    // 2^28 micro-batches before a counter wraps).
+    const std::vector<uint64_t> counters(s.model->dropout_offsets().size(), uint64_t(global_index)
+                                                                                << 36);
+    s.model->set_dropout_offsets(counters);
+  }
   // The fused projection + loss: the [tokens, V] logits never exist whole (issue 13).
   const autograd::Variable loss = s.model->forward_train_loss(
       b.src, b.src_lengths, b.tgt_in, b.tgt_lengths, b.tgt_out,
       {.label_smoothing = s.options.label_smoothing, .ignore_index = s.options.batch.pad_id});
-  r.loss = loss.value().to(DType::F64).data<double>()[0];
-  const std::span<float> grads(store.grads().data<float>(), size_t(store.numel()));
-  std::string detail;
-  ClipResult clip{.finite = false};
-  if (std::isfinite(r.loss)) {
+  const double value = loss.value().to(DType::F64).data<double>()[0];
+  if (std::isfinite(value)) {
     autograd::backward(loss);
+  } else {
+    autograd::clear_tape();
+    float* g = store.grads().data<float>();
+    std::fill(g, g + store.numel(), std::numeric_limits<float>::quiet_NaN());
+  }
+  return value;
+}
+
+UpdateRecord Trainer::train_on(const std::vector<data::Batch>& batches) {
+  State& s = *s_;
+  TrainProgress& p = s.progress;
+  nn::ParameterStore& store = s.model->parameters();
+  ++p.update;
+  UpdateRecord r{.update = p.update};
+  for (const data::Batch& b : batches) {
+    r.src_tokens += b.src_tokens;
+    r.tgt_tokens += b.tgt_tokens;
+  }
+  p.tokens_seen += r.src_tokens + r.tgt_tokens;
+  const auto m = int64_t(batches.size());
+  const std::span<float> arena(store.grads().data<float>(), size_t(store.numel()));
+  std::span<float> grads = arena;
+  std::string detail;
+  bool loss_finite = true;
+  if (m == 1) {  // the classic trainer: the batch's own gradient, no copy
+    r.loss = micro_batch(batches[0], p.micro_batches, false);
+    loss_finite = std::isfinite(r.loss);
+    if (!loss_finite) detail = "the loss is " + std::to_string(r.loss);
+  } else {
+    // This rank's share of the update, weighted by target tokens (gradient_exchange.h).
+    const int64_t n = s.options.accumulate;
+    const int64_t first = int64_t(s.exchange->rank()) * n;
+    const bool as_it_goes = s.exchange->sums_as_it_goes();
+    s.sum.resize(arena.size());
+    if (as_it_goes) std::fill(s.sum.begin(), s.sum.end(), 0.0f);
+    if (!as_it_goes) s.own_grads.resize(size_t(n));
+    std::vector<WeightedGradient> own;
+    std::vector<double> own_losses;
+    for (int64_t i = 0; i < n; ++i) {
+      const data::Batch& b = batches[size_t(first + i)];
+      const auto weight = float(double(b.tgt_tokens) / double(r.tgt_tokens));
+      own_losses.push_back(micro_batch(b, p.micro_batches + first + i, true));
+      if (as_it_goes) {
+        add_weighted(s.sum, arena, weight);
+      } else {
+        s.own_grads[size_t(i)].assign(arena.begin(), arena.end());
+        own.push_back({s.own_grads[size_t(i)], weight});
+      }
+    }
+    const Clock::time_point exchange_start = Clock::now();
+    s.exchange->reduce(s.sum, own);
+    grads = s.sum;
+    const std::vector<double> losses = s.exchange->gather(std::span<const double>(own_losses));
+    s.exchange_seconds += std::chrono::duration<double>(Clock::now() - exchange_start).count();
+    ++s.exchanges;
+    QKV_CHECK(int64_t(losses.size()) == m, InternalError, "gathered ", losses.size(),
+              " losses for ", m, " micro-batches");
+    double weighted = 0;
+    for (int64_t j = 0; j < m; ++j) {
+      weighted += losses[size_t(j)] * double(batches[size_t(j)].tgt_tokens);
+      if (loss_finite && !std::isfinite(losses[size_t(j)])) {
+        loss_finite = false;
+        detail = "the loss of micro-batch " + std::to_string(j + 1) + " of " + std::to_string(m) +
+                 " is " + std::to_string(losses[size_t(j)]);
+      }
+    }
+    r.loss = weighted / double(r.tgt_tokens);
+  }
+  p.micro_batches += m;
+  ClipResult clip{.finite = false};
+  if (loss_finite) {
     if (s.options.poison_gradients && s.options.poison_gradients(p.update) && !grads.empty())
       grads[0] = std::numeric_limits<float>::quiet_NaN();
     if (s.options.clip_norm > 0) {
@@ -337,9 +476,6 @@ UpdateRecord Trainer::train_on(const data::Batch& b) {
         if (bad >= param.offset && bad < param.offset + param.variable.value().numel())
           detail = "the first non-finite gradient is in " + param.name;
     }
-  } else {
-    autograd::clear_tape();
-    detail = "the loss is " + std::to_string(r.loss);
   }
   r.grad_norm = clip.norm;
   r.applied = s.guard.admit(clip.finite, p.update, detail);
@@ -351,11 +487,11 @@ UpdateRecord Trainer::train_on(const data::Batch& b) {
 
   DisplayWindow& w = s.window;
   ++w.updates;
-  w.src_tokens += b.src_tokens;
-  w.tgt_tokens += b.tgt_tokens;
+  w.src_tokens += r.src_tokens;
+  w.tgt_tokens += r.tgt_tokens;
   if (std::isfinite(r.loss)) {
-    w.loss_sum += r.loss * double(b.tgt_tokens);
-    w.loss_tokens += b.tgt_tokens;
+    w.loss_sum += r.loss * double(r.tgt_tokens);
+    w.loss_tokens += r.tgt_tokens;
   }
   return r;
 }

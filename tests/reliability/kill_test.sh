@@ -15,8 +15,12 @@
 # killed process's temporary checkpoint file is still there afterwards (it died between
 # creating it and renaming it), whatever the launch aimed at.
 #
+# With --ranks R > 1 every launch is `mpirun -n R qkv train` (data-parallel): a kill aimed
+# at a save hits rank 0 (the writer) inside it, the others hit a random rank, and the job
+# must end (Open MPI ends the other ranks) and resume like a single process.
+#
 # usage: kill_test.sh --qkv PATH [--kills 50] [--updates U] [--delay-ms 250] [--seed 1]
-#                     [--work DIR] [--keep]
+#                     [--ranks 1] [--work DIR] [--keep]
 # Prints the figures; exits 0 when every check holds, 1 otherwise, 2 on a usage error.
 set -u -o pipefail
 
@@ -24,7 +28,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/reliability/lib.sh
 source "$here/lib.sh"
 
-QKV="" KILLS=50 UPDATES="" DELAY_MS=250 SEED=1 WORK="" KEEP=0
+QKV="" KILLS=50 UPDATES="" DELAY_MS=250 SEED=1 WORK="" KEEP=0 RANKS=1
 usage() {
   sed -n '/^# usage:/,/^# Prints/p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
@@ -36,6 +40,7 @@ while (($#)); do
     --updates) UPDATES=${2:-}; shift 2 ;;
     --delay-ms) DELAY_MS=${2:-}; shift 2 ;;
     --seed) SEED=${2:-}; shift 2 ;;
+    --ranks) RANKS=${2:-}; shift 2 ;;
     --work) WORK=${2:-}; shift 2 ;;
     --keep) KEEP=1; shift ;;
     -h | --help) usage ;;
@@ -43,10 +48,11 @@ while (($#)); do
   esac
 done
 [[ -x $QKV ]] || { echo "kill_test.sh: --qkv '$QKV' is not an executable" >&2; exit 2; }
-for v in KILLS DELAY_MS SEED; do
+for v in KILLS DELAY_MS SEED RANKS; do
   [[ ${!v} =~ ^[0-9]+$ ]] || { echo "kill_test.sh: --${v,,} must be a number" >&2; exit 2; }
 done
 ((KILLS >= 1 && KILLS <= 10000)) || { echo "kill_test.sh: --kills must be in [1, 10000]" >&2; exit 2; }
+((RANKS >= 1 && RANKS <= 8)) || { echo "kill_test.sh: --ranks must be in [1, 8]" >&2; exit 2; }
 ((DELAY_MS >= 20 && DELAY_MS <= 60000)) || { echo "kill_test.sh: --delay-ms must be in [20, 60000]" >&2; exit 2; }
 # Enough updates that the run outlasts the kills (a save-window kill may cost an update).
 : "${UPDATES:=$((4 * KILLS + 20))}"
@@ -61,7 +67,15 @@ else
   rm -rf "$WORK" && mkdir -p "$WORK"
 fi
 cleanup() {
-  [[ -n ${PID:-} ]] && kill -9 "$PID" 2>/dev/null
+  if [[ -n ${PID:-} ]] && ((PID > 0)); then
+    if ((RANKS > 1)); then  # the ranks first: killing the launcher alone would orphan them
+      for ((r = 0; r < RANKS; ++r)); do
+        p=$(rank_pid "$r")
+        [[ -n $p ]] && ((p > 0)) && kill -9 "$p" 2>/dev/null
+      done
+    fi
+    kill -9 "$PID" 2>/dev/null
+  fi
   ((KEEP)) || rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -76,10 +90,39 @@ start_ms=$(now_ms)
 
 prepare_tiny_task "$QKV" "$DATA" 300 || { echo "kill_test.sh: cannot build the vocabulary" >&2; exit 1; }
 tiny_train_flags "$DATA" "$UPDATES"
+# TRAIN: the program every launch runs; with ranks, through mpirun over loopback TCP, each
+# mpirun bounded in time (the test-only save pause travels to the ranks with -x).
+TRAIN=("$QKV")
+if ((RANKS > 1)); then
+  export OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+  TRAIN=(timeout -k 5 300 mpirun --oversubscribe -n "$RANKS" -x QKV_TEST_SAVE_DELAY_MS)
+  (($(id -u) == 0)) && TRAIN+=(--allow-run-as-root)
+  TRAIN+=("$QKV")
+fi
+# rank_pid R: the pid of rank R among this launch's descendants (timeout -> mpirun ->
+# ranks; Open MPI puts the rank in each process's environment).
+rank_pid() {
+  local -a queue=("$PID")
+  local pid child depth
+  for ((depth = 0; depth < 4; ++depth)); do
+    local -a next=()
+    for pid in "${queue[@]}"; do
+      for child in $(pgrep -P "$pid"); do
+        if tr '\0' '\n' <"/proc/$child/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
+          echo "$child"
+          return
+        fi
+        next+=("$child")
+      done
+    done
+    queue=("${next[@]}")
+  done
+}
 
 # 1. The uninterrupted reference.
 t0=$(now_ms)
-if ! "$QKV" train "${TRAIN_FLAGS[@]}" --model "$REF" 2>"$LOGS/reference.log"; then
+if ! env -u QKV_TEST_SAVE_DELAY_MS "${TRAIN[@]}" train "${TRAIN_FLAGS[@]}" --model "$REF" 2>"$LOGS/reference.log" &&
+  ! { ((RANKS > 1)) && ompi_exit_race "$LOGS/reference.log"; }; then
   cat "$LOGS/reference.log" >&2
   echo "kill_test.sh: the uninterrupted reference run failed" >&2
   exit 1
@@ -93,11 +136,12 @@ random_window_ms=$((2 * per_update_ms + 20))
 launch() {
   LOG=$LOGS/launch.$1.log
   if (($2 > 0)); then
-    QKV_TEST_SAVE_DELAY_MS=$2 "$QKV" train "${TRAIN_FLAGS[@]}" --model "$RUN" --resume 2>"$LOG" &
+    QKV_TEST_SAVE_DELAY_MS=$2 "${TRAIN[@]}" train "${TRAIN_FLAGS[@]}" --model "$RUN" --resume 2>"$LOG" &
   else
-    env -u QKV_TEST_SAVE_DELAY_MS "$QKV" train "${TRAIN_FLAGS[@]}" --model "$RUN" --resume 2>"$LOG" &
+    env -u QKV_TEST_SAVE_DELAY_MS "${TRAIN[@]}" train "${TRAIN_FLAGS[@]}" --model "$RUN" --resume 2>"$LOG" &
   fi
   PID=$!
+  WRITER=$PID VICTIM=$PID  # one process: it writes and it is killed
 }
 
 # wait_for CONDITION_FN: polls every 5 ms until the function succeeds (0) or the process
@@ -113,7 +157,7 @@ wait_for() {
 }
 started() { grep -qs '^model: ' "$LOG"; }  # -s: the file may not exist yet
 TARGET=""  # the checkpoint file a save-window kill waits for
-saving() { compgen -G "$RUN/$TARGET.tmp.$PID.*" >/dev/null; }
+saving() { compgen -G "$RUN/$TARGET.tmp.$WRITER.*" >/dev/null; }
 
 # count_resume: after a launch that found a train state started or ended, counts whether it
 # resumed it.
@@ -132,6 +176,7 @@ finished_on_its_own() {
   wait "$PID"
   local rc=$?
   PID=""
+  ((rc != 0 && RANKS > 1)) && ompi_exit_race "$LOG" && rc=0
   count_resume
   if ((rc != 0)); then
     fail "launch $launch_no exited with status $rc: $(tail -n 1 "$LOG")"
@@ -157,6 +202,17 @@ while ((kills < KILLS && DONE == 0)); do
   esac
   count_resume
   ((had_state)) || fresh_starts=$((fresh_starts + 1))
+  if ((RANKS > 1)); then
+    WRITER=$(rank_pid 0)
+    rand "$RANKS"
+    VICTIM=$(rank_pid "$R")
+    ((aim_save)) && VICTIM=$WRITER
+    if [[ -z $WRITER || -z $VICTIM ]] || ((WRITER <= 0 || VICTIM <= 0)); then
+      wait "$PID" 2>/dev/null
+      PID="" DONE=1  # the job ended before its ranks could be found: it finished
+      continue
+    fi
+  fi
 
   if ((aim_save)); then
     aimed_at_save=$((aimed_at_save + 1))
@@ -172,20 +228,29 @@ while ((kills < KILLS && DONE == 0)); do
     rand "$random_window_ms"
   fi
   sleep_ms "$R"
-  kill -9 "$PID" 2>/dev/null
-  wait "$PID" 2>/dev/null
-  rc=$?
+  if ((RANKS > 1)); then
+    # The job ends through Open MPI once one rank dies: bounded by the timeout above.
+    kill -9 "$VICTIM" 2>/dev/null && victim_killed=1 || victim_killed=0
+    wait "$PID" 2>/dev/null
+    rc=$?
+    ((victim_killed)) && ((rc != 0)) && rc=137
+  else
+    kill -9 "$PID" 2>/dev/null
+    wait "$PID" 2>/dev/null
+    rc=$?
+  fi
   if ((rc != 137)); then
     # It ended on its own just before the kill.
     PID=""
+    ((rc != 0 && RANKS > 1)) && ompi_exit_race "$LOG" && rc=0
     ((rc == 0)) && { DONE=1; continue; }
     fail "launch $launch_no exited with status $rc: $(tail -n 1 "$LOG")"
     continue
   fi
   kills=$((kills + 1))
-  if compgen -G "$RUN/train_state.safetensors.tmp.$PID.*" >/dev/null; then
+  if compgen -G "$RUN/train_state.safetensors.tmp.$WRITER.*" >/dev/null; then
     kills_in_save=$((kills_in_save + 1)) kills_in_state=$((kills_in_state + 1))
-  elif compgen -G "$RUN/model.safetensors.tmp.$PID.*" >/dev/null; then
+  elif compgen -G "$RUN/model.safetensors.tmp.$WRITER.*" >/dev/null; then
     kills_in_save=$((kills_in_save + 1)) kills_in_model=$((kills_in_model + 1))
   fi
   PID=""
@@ -227,7 +292,7 @@ cleaned=$(cat "$LOGS"/launch.*.log | sed -n 's/^removed \([0-9]*\) temporary fil
 
 wall_s=$((($(now_ms) - start_ms + 500) / 1000))
 cat <<EOF
-kill test: $UPDATES updates of a tiny RNN, checkpoint after every update; seed $SEED
+kill test: $UPDATES updates of a tiny RNN on $RANKS rank(s), checkpoint after every update; seed $SEED
   kills (SIGKILL):                        $kills
   kills during a checkpoint write:        $kills_in_save (train_state $kills_in_state, model $kills_in_model; $aimed_at_save aimed at a save, pause ${DELAY_MS} ms)
   resumes succeeded:                      $resumes_ok/$resumes (fresh starts before the first checkpoint: $fresh_starts)

@@ -61,3 +61,13 @@ now_ms() { date +%s%3N; }
 
 # sleep_ms N
 sleep_ms() { sleep "$(printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)))"; }
+
+# ompi_exit_race LOG: true when a data-parallel `qkv train` whose stderr is LOG finished
+# (rank 0 printed its last line after the final checkpoint) and only mpirun then reported
+# a rank "exiting improperly" with PID 0: Open MPI 4's race between a process's exit and
+# its finalize notice (open-mpi/ompi#7833, #9389; not fixed on the 4.x branch). The run's
+# results are checked by what follows (files compared, loaded, resumed), not by this.
+ompi_exit_race() {
+  grep -q '^training stopped after update' "$1" &&
+    grep -q 'with PID 0 on' "$1" && grep -q 'exiting improperly' "$1"
+}

@@ -4,12 +4,16 @@
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <optional>
 
 #include "command.h"
 #include "qkv/experiment/train_flags.h"
 #include "qkv/experiment/train_session.h"
 #include "qkv/io/fault_injection.h"
+#ifdef QKV_HAVE_MPI
+#include "qkv/train/mpi_exchange.h"
+#endif
 
 namespace qkv::tool {
 namespace {
@@ -54,7 +58,37 @@ void arm_test_hooks(TestHooks& hooks) {
     hooks.fail.emplace(*n);
 }
 
-int train(const cli::ParsedOptions& p) {
+// The number of processes mpirun started (Open MPI's, or a PMI launcher's variable); 0
+// when not started by mpirun.
+int mpirun_world_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+    if (const char* text = std::getenv(name)) return std::atoi(text);
+  return 0;
+}
+
+// The exchange --data-parallel asks for; nullptr: this process trains alone. Here, not in
+// the library session: only the launcher knows whether this binary has MPI.
+std::shared_ptr<train::GradientExchange> make_exchange(const cli::ParsedOptions& p) {
+  const std::string mode = p.get<std::string>("data-parallel");
+  const int world = mpirun_world_size();
+  QKV_CHECK(mode != "off" || world <= 1, ConfigError, "mpirun started ", world,
+            " ranks but --data-parallel is off: each would train the same model into the same "
+            "--model directory; drop --data-parallel off, or run without mpirun");
+  if (mode == "off" || (mode == "auto" && world <= 1)) return nullptr;
+#ifdef QKV_HAVE_MPI
+  return train::make_mpi_exchange(p.get<std::string>("gradient-exchange") == "allreduce"
+                                      ? train::ExchangeMode::Allreduce
+                                      : train::ExchangeMode::Ordered);
+#else
+  QKV_THROW(ConfigError,
+            mode == "mpi" ? std::string("--data-parallel mpi:")
+                          : "mpirun started " + std::to_string(world) + " ranks, but",
+            " this qkv was built without MPI; install Open MPI (libopenmpi-dev openmpi-bin, "
+            "scripts/setup.sh) and rebuild, or train in one process");
+#endif
+}
+
+int train(const cli::ParsedOptions& p, std::shared_ptr<train::GradientExchange>& exchange) {
   TestHooks test_hooks;
   arm_test_hooks(test_hooks);
   experiment::run_training_session(p, {.log = &std::cerr,
@@ -68,6 +102,11 @@ int train(const cli::ParsedOptions& p) {
                                            [] {
                                              std::signal(SIGINT, SIG_DFL);
                                              std::signal(SIGTERM, SIG_DFL);
+                                           },
+                                       .make_exchange =
+                                           [&] {
+                                             exchange = make_exchange(p);
+                                             return exchange;
                                            }});
   return kExitOk;
 }
@@ -75,7 +114,8 @@ int train(const cli::ParsedOptions& p) {
 }  // namespace
 
 int train_main(int argc, const char* const* argv) {
-  return run_guarded("train", [&] {
+  std::shared_ptr<train::GradientExchange> exchange;
+  const int rc = run_guarded("train", [&] {
     const cli::OptionSet options = experiment::train_options();
     const cli::ParsedOptions p = options.parse(argc, argv);
     if (p.help_requested()) {
@@ -86,8 +126,15 @@ int train_main(int argc, const char* const* argv) {
           "a YAML file (-c FILE) whose keys are the flag names.");
       return kExitOk;
     }
-    return train(p);
+    return train(p, exchange);
   });
+  // A rank that fails alone (a full disk on rank 0, say) must not leave the others
+  // waiting for it in the next exchange: end the whole job, with this rank's message
+  // already printed.
+#ifdef QKV_HAVE_MPI
+  if (rc != kExitOk && exchange != nullptr && exchange->size() > 1) train::abort_mpi_job(rc);
+#endif
+  return rc;
 }
 
 }  // namespace qkv::tool

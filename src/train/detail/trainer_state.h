@@ -29,6 +29,7 @@ struct Trainer::State {
         model(std::move(m)),
         adam(std::move(a)),
         guard(options.max_non_finite),
+        exchange(options.exchange ? options.exchange : std::make_shared<LocalExchange>()),
         session_start(Clock::now()) {}
 
   TrainingData data;
@@ -38,6 +39,20 @@ struct Trainer::State {
   NonFiniteGuard guard;
   std::optional<data::BatchIterator> batches;
   TrainProgress progress;
+  std::shared_ptr<GradientExchange> exchange;
+  // An update's gradient sum, and this rank's micro-batch gradients where the exchange
+  // needs them one by one (not summed as they come): used when an update has more than
+  // one micro-batch.
+  std::vector<float> sum;
+  std::vector<std::vector<float>> own_grads;
+  // Time in the exchange this session (data-parallel), and how many updates used it.
+  double exchange_seconds = 0;
+  int64_t exchanges = 0;
+
+  // Files, validation and log lines are rank 0's.
+  bool rank0() const { return exchange->rank() == 0; }
+  // Micro-batches per update over all ranks.
+  int64_t micro_batches_per_update() const { return options.accumulate * exchange->size(); }
   // Validation batches, in corpus order (computed once).
   std::vector<data::Batch> valid_batches;
   std::vector<std::string> valid_references;  // of the pairs in valid_batches

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <ostream>
 
 #include "qkv/cli/options.h"
@@ -28,6 +29,12 @@ struct TrainingHooks {
   // SIGINT to stop_requested only there, so that Ctrl-C during a long vocabulary or corpus
   // read still ends the process at once.
   std::function<void()> before_loop, after_loop;
+  // Data-parallel training (issue 17): called once every option is checked, it returns the
+  // exchange this process trains through, or nullptr to train alone (Python, and `qkv
+  // train` outside mpirun). With more than one rank, only rank 0 writes train.yml and
+  // logs; --vocab (or --resume) is required so every rank reads the same vocabulary; the
+  // ranks compare a fingerprint of all flags but --threads at start-up.
+  std::function<std::shared_ptr<train::GradientExchange>()> make_exchange;
 };
 
 // ConfigError for options that do not fit together (naming the flag: an existing run

@@ -49,7 +49,9 @@ using models::save_model;
 // Training progress besides the parameters and the optimizer: everything a run needs to
 // continue bit-exactly, and its counters.
 struct TrainProgress {
-  int64_t update = 0;       // batches processed (applied or skipped as non-finite)
+  int64_t update = 0;  // updates processed (applied or skipped as non-finite)
+  int64_t micro_batches =
+      0;  // micro-batches of those updates (== update without --accumulate or ranks)
   int64_t tokens_seen = 0;  // source + target tokens of those batches
   double wall_seconds = 0;  // training time used, summed over every session
   // Random state: the seed the model was built with (its dropout masks derive from it)

@@ -8,6 +8,10 @@
 //                   -> DivergenceError saying what to try
 //   clip_by_global_norm -> Adam step with the schedule's lr -> zero_grad
 //
+// With --accumulate N or several ranks (options.exchange), an update is ranks × N such
+// micro-batches whose gradients are summed, in micro-batch order, before one step
+// (gradient_exchange.h defines the sum); one rank with N = 1 is the loop above, bitwise.
+//
 // and around it: validation every valid_freq updates (cross-entropy per target token
 // and BLEU of greedy translations; the best model kept as model.best.safetensors; early
 // stopping after N validations without a lower cross-entropy), a checkpoint every
@@ -38,6 +42,7 @@
 #include "qkv/models/seq2seq.h"
 #include "qkv/train/checkpoint.h"
 #include "qkv/train/clip.h"
+#include "qkv/train/gradient_exchange.h"
 #include "qkv/train/optimizer.h"
 #include "qkv/train/schedule.h"
 
@@ -66,11 +71,11 @@ struct StopAfter {
   std::optional<double> seconds;   // training wall time, summed over resumed sessions
 };
 
-// One processed batch, for observers (tests, logs).
+// One update (all its micro-batches), for observers (tests, logs).
 struct UpdateRecord {
   int64_t update = 0;    // 1-based
-  uint64_t epoch = 0;    // 0-based epoch the batch came from
-  double loss = 0;       // mean label-smoothed cross-entropy per target token
+  uint64_t epoch = 0;    // 0-based epoch its first micro-batch came from
+  double loss = 0;       // mean label-smoothed cross-entropy per target token of the update
   bool applied = true;   // false: skipped as non-finite
   double grad_norm = 0;  // before clipping
   double learning_rate = 0;
@@ -83,8 +88,22 @@ struct TrainerOptions {
   data::BatchOptions batch;
   uint64_t seed = 1111;  // --seed: initial values, dropout masks, batch order
   AdamOptions adam;
-  ScheduleOptions schedule;      // --learn-rate, --lr-schedule, --warmup
-  double clip_norm = 1.0;        // --clip-norm; 0: no clipping
+  ScheduleOptions schedule;  // --learn-rate, --lr-schedule, --warmup
+  double clip_norm = 1.0;    // --clip-norm; 0: no clipping
+  // --accumulate N: micro-batches (of --mini-batch-words each) per update and rank, their
+  // gradients summed before one optimizer step (Marian's --optimizer-delay). An update's
+  // gradient is that of the mean loss per target token over all its micro-batches
+  // (gradient_exchange.h defines the sum). N = 1 with one rank is the classic trainer,
+  // bitwise. With N·ranks > 1 the dropout masks of micro-batch k (counted over the run)
+  // start at counter k·2^36 in every layer, so no rank needs another's micro-batches.
+  int64_t accumulate = 1;
+  // The other ranks of a data-parallel run; nullptr: this process alone (LocalExchange).
+  // Every rank reads the same batch stream and computes its share of each update; only
+  // rank 0 writes files, validates and logs.
+  std::shared_ptr<GradientExchange> exchange;
+  // Checked equal on every rank at start-up besides what the trainer checks itself (the
+  // corpora, the vocabulary, the model, the checkpoint): e.g. the front end's flags.
+  std::vector<FingerprintItem> fingerprint;
   double label_smoothing = 0.1;  // --label-smoothing, in [0, 1)
   int max_non_finite = 5;        // non-finite updates in a row before giving up
   int64_t valid_freq = 0;        // --valid-freq in updates; 0: never
@@ -168,8 +187,14 @@ class Trainer {
  private:
   struct State;
   explicit Trainer(std::unique_ptr<State> state);
-  // One batch: forward, loss, backward, guard, clip, Adam step.
-  UpdateRecord train_on(const data::Batch& batch);
+  // One update: this rank's micro-batches of `batches` (forward, loss, backward), the
+  // exchange, guard, clip, Adam step.
+  UpdateRecord train_on(const std::vector<data::Batch>& batches);
+  // Forward and backward of micro-batch `global_index` of the run into the gradient
+  // arena (NaN when its loss is not finite); returns its loss.
+  double micro_batch(const data::Batch& b, int64_t global_index, bool set_dropout);
+  // Refuses ranks that would train different runs (start-up; data-parallel only).
+  void check_ranks_agree();
   // Whether update `update` gets a progress line (by count, by time, or the first of a run).
   bool progress_due(int64_t update, bool first_of_session) const;
   void log_progress(const UpdateRecord& last);

@@ -1,0 +1,93 @@
+// What the trainer needs from other processes in a data-parallel run, behind one small
+// interface: the single-process implementation (LocalExchange) here, the MPI one in
+// qkv/train/mpi_exchange.h (a separate target, built only where CMake finds MPI).
+//
+// An update is M = ranks × accumulate micro-batches, numbered j = 0..M-1 in the order the
+// batch stream produces them; rank r computes micro-batches [r·N, (r+1)·N) (N = accumulate).
+// Its gradient is defined as
+//
+//   G = Σ_j w_j · g_j,  w_j = float(T_j / T),  summed in j order into a float32 accumulator
+//                                                that starts at +0 (add_weighted below)
+//
+// with g_j the gradient of micro-batch j's mean loss per target token and T_j its target
+// tokens (T their sum over the update): the gradient of the mean loss per target token of
+// the whole update, exactly the same float operations whatever the number of ranks. So R
+// ranks × N micro-batches give bitwise the parameters of 1 rank × R·N micro-batches.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace qkv::train {
+
+// One micro-batch's gradient and its weight T_j / T.
+struct WeightedGradient {
+  std::span<const float> grad;
+  float weight = 1;
+};
+
+// sum[i] += weight · grad[i]: the one definition of the update's arithmetic.
+void add_weighted(std::span<float> sum, std::span<const float> grad, float weight);
+
+// How the ranks' gradients are combined.
+enum class ExchangeMode {
+  // A chain over ranks in rank order (pipelined in chunks), then a broadcast: the sum of
+  // the definition above, bitwise independent of the number of ranks.
+  Ordered,
+  // Each rank sums its own micro-batches, then MPI_Allreduce: one collective, but its
+  // summation order depends on the number of ranks (and on Open MPI's algorithm), so
+  // results are reproducible for a fixed R only, not across R.
+  Allreduce,
+};
+
+class GradientExchange {
+ public:
+  virtual ~GradientExchange() = default;
+  virtual int rank() const noexcept = 0;
+  virtual int size() const noexcept = 0;
+  virtual ExchangeMode mode() const noexcept = 0;
+
+  // Whether this rank may sum its own micro-batches as they come (no copy of each
+  // gradient): true on rank 0 (its sum starts the chain) and in Allreduce mode.
+  bool sums_as_it_goes() const noexcept { return rank() == 0 || mode() == ExchangeMode::Allreduce; }
+  // Completes the update's gradient into `sum`, identical on every rank. Where
+  // sums_as_it_goes(), `sum` enters holding this rank's micro-batches already summed (from
+  // +0, in order, with add_weighted) and `own` is empty; elsewhere `own` lists this rank's
+  // micro-batches in order and `sum`'s contents on entry are ignored.
+  virtual void reduce(std::span<float> sum, std::span<const WeightedGradient> own) = 0;
+
+  // Every rank's `mine` (the same count on each), concatenated in rank order.
+  virtual std::vector<double> gather(std::span<const double> mine) = 0;
+  virtual std::vector<uint64_t> gather(std::span<const uint64_t> mine) = 0;
+  // The largest of every rank's `value`.
+  virtual int64_t max_over_ranks(int64_t value) = 0;
+};
+
+// One process: reduce() adds `own` to +0 in order; gather() returns `mine`.
+class LocalExchange final : public GradientExchange {
+ public:
+  int rank() const noexcept override { return 0; }
+  int size() const noexcept override { return 1; }
+  ExchangeMode mode() const noexcept override { return ExchangeMode::Ordered; }
+  void reduce(std::span<float> sum, std::span<const WeightedGradient> own) override;
+  std::vector<double> gather(std::span<const double> mine) override;
+  std::vector<uint64_t> gather(std::span<const uint64_t> mine) override;
+  int64_t max_over_ranks(int64_t value) override { return value; }
+};
+
+// What must be identical on every rank for the ranks to train one model: a name ("the
+// training corpus", "the flags") and a hash of it.
+struct FingerprintItem {
+  std::string what;
+  uint64_t hash = 0;
+};
+
+// Gathers every rank's items and throws ConfigError naming the first item and the rank
+// where it differs from rank 0's (every rank throws the same error, so none waits for the
+// others). `items` must list the same names in the same order on every rank.
+void check_same_run(GradientExchange& exchange, std::span<const FingerprintItem> items);
+
+}  // namespace qkv::train
