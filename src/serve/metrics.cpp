@@ -76,7 +76,7 @@ void Metrics::observe_latency(std::string_view endpoint, double seconds) {
   it->second.observe(seconds);
 }
 
-std::string Metrics::render(int64_t queued_sentences) const {
+std::string Metrics::render(int64_t queued_sentences, int64_t requests_in_flight) const {
   std::lock_guard lock(mutex_);
   std::string out;
   out += "# HELP qkv_requests_total HTTP requests answered, by endpoint and status.\n";
@@ -93,6 +93,9 @@ std::string Metrics::render(int64_t queued_sentences) const {
   out += "# HELP qkv_queue_sentences Sentences waiting for a batch.\n";
   out += "# TYPE qkv_queue_sentences gauge\n";
   out += "qkv_queue_sentences " + std::to_string(queued_sentences) + "\n";
+  out += "# HELP qkv_requests_in_flight Translate and score requests being answered.\n";
+  out += "# TYPE qkv_requests_in_flight gauge\n";
+  out += "qkv_requests_in_flight " + std::to_string(requests_in_flight) + "\n";
   out += "# HELP qkv_batch_sentences Sentences per decoded batch.\n";
   out += "# TYPE qkv_batch_sentences histogram\n";
   batch_sizes_.render(out, "qkv_batch_sentences");

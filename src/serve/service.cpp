@@ -54,6 +54,7 @@ struct Service::State {
   std::vector<std::vector<decode::Translator>> translators;  // [worker][model]
   Metrics metrics;
   std::atomic<bool> stopping{false};
+  std::atomic<int64_t> in_flight{0};  // translate/score calls inside the service
   std::unique_ptr<BatchQueue<Job>> queue;
 
   bool authorised(std::string_view header_key, std::string_view body_key) const {
@@ -84,6 +85,11 @@ struct Service::State {
   }
 
   Reply run_job(std::shared_ptr<Job> job) {
+    ++in_flight;
+    struct Leave {
+      std::atomic<int64_t>& n;
+      ~Leave() { --n; }
+    } leave{in_flight};
     std::future<Reply> answer = job->answer.get_future();
     if (stopping || !queue->try_push(job)) {
       Reply r = json_reply(503, error_body(stopping ? "the server is shutting down"
@@ -283,7 +289,7 @@ Reply Service::metrics(std::string_view header_key) {
     return s.finish("/metrics", start, json_reply(401, error_body(kNeedKey, "api_key")));
   // Counted before rendering, so a scrape sees itself.
   s.metrics.count_request("/metrics", 200);
-  Reply r{200, s.metrics.render(s.queue->queued()), "text/plain; version=0.0.4"};
+  Reply r{200, s.metrics.render(s.queue->queued(), s.in_flight), "text/plain; version=0.0.4"};
   return r;
 }
 

@@ -35,8 +35,9 @@ class Metrics {
   void count_translated(int64_t sentences, int64_t source_tokens, int64_t target_tokens);
   void observe_batch(int64_t sentences);
   void observe_latency(std::string_view endpoint, double seconds);
-  // Everything, with the queue's current length (sentences waiting) as a gauge.
-  std::string render(int64_t queued_sentences) const;
+  // Everything, with two gauges: the queue's length (sentences waiting) and the
+  // translate/score requests being answered.
+  std::string render(int64_t queued_sentences, int64_t requests_in_flight = 0) const;
 
  private:
   mutable std::mutex mutex_;
