@@ -19,7 +19,8 @@ packages=(
   nlohmann-json3-dev                 # safetensors headers, model config, metrics JSON
   libyaml-cpp-dev                    # YAML training configs (qkv train -c FILE)
   libpng-dev                         # PNG attention heatmaps (qkv attend --png)
-  chromium                           # headless rendering test of qkv report
+  chromium                           # headless rendering tests of qkv report and qkv serve's page
+  libcpp-httplib-dev                 # qkv serve's HTTP server (cpp-httplib)
 )
 
 missing=()

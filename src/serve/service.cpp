@@ -1,10 +1,10 @@
 #include "qkv/serve/service.h"
 
+#include <algorithm>
 #include <atomic>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <regex>
 
 #include "answer.h"
 #include "qkv/base/error.h"
@@ -40,10 +40,16 @@ Reply refusal(const RequestError& e) {
 }  // namespace
 
 std::pair<std::string, std::string> language_pair(std::string_view model_name) {
-  static const std::regex pair("([a-z]{2,3})-([a-z]{2,3})");
-  std::match_results<std::string_view::const_iterator> m;
-  if (!std::regex_match(model_name.begin(), model_name.end(), m, pair)) return {};
-  return {m[1].str(), m[2].str()};
+  // A language code: 2-3 lowercase ASCII letters (ISO 639-1 or -3, as LibreTranslate's).
+  const auto is_code = [](std::string_view s) {
+    return s.size() >= 2 && s.size() <= 3 &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= 'a' && c <= 'z'; });
+  };
+  const size_t dash = model_name.find('-');
+  if (dash == std::string_view::npos) return {};
+  const std::string_view source = model_name.substr(0, dash), target = model_name.substr(dash + 1);
+  if (!is_code(source) || !is_code(target)) return {};
+  return {std::string(source), std::string(target)};
 }
 
 struct Service::State {
@@ -233,8 +239,10 @@ Reply Service::translate(std::string_view body, std::string_view header_key) {
     return s.finish("/translate", start, refusal(e));
   }
   job->size = int64_t(job->translate->q.size());
-  if (job->size == 0)  // nothing to decode: answer without queueing
-    return s.finish("/translate", start, json_reply(200, R"({"translatedText":[]})"));
+  if (job->size == 0)  // q is []: nothing to decode, answered without queueing
+    return s.finish(
+        "/translate", start,
+        json_reply(200, translation_body(s.translators[0][job->model], *job->translate, {})));
   return s.finish("/translate", start, s.run_job(job));
 }
 

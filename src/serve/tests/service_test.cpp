@@ -52,6 +52,14 @@ json body_of(const Reply& r) {
   return json::parse(r.body);
 }
 
+TEST(LanguagePair, TwoCodesJoinedByADash) {
+  using Pair = std::pair<std::string, std::string>;
+  EXPECT_EQ(language_pair("en-de"), (Pair{"en", "de"}));
+  EXPECT_EQ(language_pair("eng-deu"), (Pair{"eng", "deu"}));
+  for (const char* other : {"transformer", "en-de-x", "EN-DE", "e-de", "en-", "-de", "en_de"})
+    EXPECT_EQ(language_pair(other), Pair{}) << other;
+}
+
 TEST(Service, TranslatesAsTheTranslatorDoesForAStringAndAList) {
   Service s(two_models());
   const auto in = sentences();
@@ -62,6 +70,9 @@ TEST(Service, TranslatesAsTheTranslatorDoesForAStringAndAList) {
   const Reply all = s.translate(json{{"q", in}, {"model", "transformer"}}.dump());
   ASSERT_EQ(all.status, 200) << all.body;
   EXPECT_EQ(body_of(all).at("translatedText"), json(expected));
+  const Reply none = s.translate(R"({"q": [], "scores": true})");
+  ASSERT_EQ(none.status, 200) << none.body;
+  EXPECT_EQ(body_of(none), json::parse(R"({"translatedText": [], "details": []})"));
   // The rnn, chosen by its name's language pair.
   const Reply rnn = s.translate(json{{"q", in}, {"source", "en"}, {"target", "de"}}.dump());
   ASSERT_EQ(rnn.status, 200) << rnn.body;
