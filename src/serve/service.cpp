@@ -280,6 +280,13 @@ Reply Service::models(std::string_view header_key) {
   return s.finish("/models", start, json_reply(200, list.dump()));
 }
 
+std::optional<Reply> Service::refuse_without_key(std::string_view header_key) {
+  State& s = *state_;
+  if (s.authorised(header_key, {})) return std::nullopt;
+  s.metrics.count_request("/", 401);
+  return json_reply(401, error_body(kNeedKey, "api_key"));
+}
+
 Reply Service::health() {
   State& s = *state_;
   const Clock::time_point start = Clock::now();

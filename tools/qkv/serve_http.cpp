@@ -44,18 +44,22 @@ void add_routes(httplib::Server& http, serve::Service& service, std::string_view
   http.Get("/metrics", [&](const httplib::Request& req, httplib::Response& res) {
     send(res, service.metrics(header_key(req)));
   });
-  // The page itself holds no data; its requests carry the key (it passes ?api_key= on).
-  http.Get("/", [page](const httplib::Request&, httplib::Response& res) {
+  // With --api-key the page is opened as /?api_key=KEY, and passes the key on.
+  http.Get("/", [&service, page](const httplib::Request& req, httplib::Response& res) {
+    if (const auto refused = service.refuse_without_key(header_key(req)))
+      return send(res, *refused);
     res.set_content(std::string(page), "text/html; charset=utf-8");
   });
   // Errors cpp-httplib answers itself (404 no route, 413 a body over the limit, 400 a
   // request it cannot read) get the service's JSON error body and are counted.
   http.set_error_handler([&](const httplib::Request& req, httplib::Response& res) {
     if (res.body.empty()) {  // else the service answered, and counted it
-      const std::string what = res.status == 413 ? "the request body is larger than allowed"
-                               : res.status == 404
-                                   ? "no such endpoint: " + req.method + " " + req.path
-                                   : "HTTP " + std::to_string(res.status);
+      const std::string what =
+          res.status == 413
+              ? "the request body is larger than the " +
+                    std::to_string(service.options().limits.body_bytes) + " bytes allowed"
+          : res.status == 404 ? "no such endpoint: " + req.method + " " + req.path
+                              : "HTTP " + std::to_string(res.status);
       res.set_content(serve::error_body(what), "application/json");
       // Paths no route knows share one label: the metrics must not grow per URL.
       const bool known = req.path == "/translate" || req.path == "/score" ||

@@ -207,6 +207,8 @@ TEST(Service, AnApiKeyIsNeededEverywhereButHealth) {
   EXPECT_EQ(s.models().status, 401);
   EXPECT_EQ(s.models("secret").status, 200);
   EXPECT_EQ(s.metrics().status, 401);
+  EXPECT_EQ(s.refuse_without_key("")->status, 401);  // the page
+  EXPECT_FALSE(s.refuse_without_key("secret").has_value());
   EXPECT_EQ(s.health().status, 200);
 }
 

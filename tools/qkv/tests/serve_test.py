@@ -115,6 +115,9 @@ class Server:
             self.proc.wait(timeout=10)
             raise AssertionError("qkv serve did not stop within %d s after SIGTERM" % timeout)
 
+    def __del__(self):
+        self.log.close()
+
 
 class ApiTest(unittest.TestCase):
     """The endpoints: answers equal the CLI's; models, health, metrics, score."""
@@ -314,6 +317,8 @@ class ApiKeyTest(unittest.TestCase):
             self.assertEqual(server.request("GET", "/models")[0], 401)
             self.assertEqual(server.request("GET", "/metrics")[0], 401)
             self.assertEqual(server.request("GET", "/models?api_key=s3cret")[0], 200)
+            self.assertEqual(server.request("GET", "/")[0], 401)
+            self.assertEqual(server.request("GET", "/?api_key=s3cret")[0], 200)
             self.assertEqual(server.request("GET", "/health")[0], 200)
         finally:
             self.assertEqual(server.stop(), 0, server.stderr())

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -69,6 +70,9 @@ class Service {
   Reply models(std::string_view header_key = {});   // GET /models
   Reply health();                                   // GET /health (no key needed)
   Reply metrics(std::string_view header_key = {});  // GET /metrics (Prometheus text)
+  // For an endpoint of the binding's own (the page): the 401 reply (counted) when a key is
+  // needed and `header_key` is not it, else nullopt.
+  std::optional<Reply> refuse_without_key(std::string_view header_key);
   // A reply to count in the metrics that the binding produced itself (a 404, a 413 for a
   // body it would not read).
   void count(std::string_view endpoint, int status);
