@@ -36,7 +36,7 @@ cli::OptionSet serve_options() {
   o.add_double("batch-window", 5,
                "Milliseconds a batch waits after its first sentence for sentences of other "
                "requests to join it (0: decode at once).")
-      .range(0, 1000);
+      .range(0, 10000);
   o.add_int("max-batch", 32, "Sentences decoded together at most.").range(1, 4096);
   o.add_int("queue-size", 1024,
             "Sentences waiting at most; a request that does not fit is answered 503 with "

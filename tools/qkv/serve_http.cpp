@@ -78,8 +78,10 @@ extern "C" void on_stop_signal(int signal) {
   stop_signal = signal;
 }
 
-// Polls for SIGTERM/SIGINT until `done`; stops `http` on one.
-void watch_signals(httplib::Server& http, const std::atomic<bool>& done,
+// Polls for SIGTERM/SIGINT until `done`. On one: stops accepting (`http`), then has the
+// service answer what it holds at once, without waiting out batch windows; a request that
+// still reaches it is answered 503.
+void watch_signals(httplib::Server& http, serve::Service& service, const std::atomic<bool>& done,
                    std::atomic<bool>& signalled) {
   while (!done) {
     if (const int signal = stop_signal; signal != 0) {
@@ -87,6 +89,7 @@ void watch_signals(httplib::Server& http, const std::atomic<bool>& done,
                 << ": stopping (finishing the requests in flight)" << std::endl;
       signalled = true;
       http.stop();
+      service.shutdown();
       return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -120,11 +123,11 @@ void serve_http(serve::Service& service, const HttpOptions& options) {
   std::cerr << "qkv serve: listening on http://" << options.host << ":" << port << std::endl;
   install_stop_handlers();
   std::atomic<bool> done{false}, signalled{false};
-  std::thread watcher([&] { watch_signals(http, done, signalled); });
+  std::thread watcher([&] { watch_signals(http, service, done, signalled); });
   const bool clean = http.listen_after_bind();
   done = true;
-  watcher.join();
-  service.shutdown();  // the queue is empty by now: every handler has its answer
+  watcher.join();      // before shutdown(): never two threads in it at once
+  service.shutdown();  // (done already after a signal) the workers stop
   QKV_CHECK(clean || signalled, IoError, "qkv serve: the listening socket failed");
   std::cerr << "qkv serve: stopped\n";
 }

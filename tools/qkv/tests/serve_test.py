@@ -274,15 +274,17 @@ class QueueAndTimeoutTest(unittest.TestCase):
 
     def test_full_queue_and_timeout(self):
         # One worker; a batch of one sentence waits the 1 s window, longer than the 400 ms
-        # timeout, while two sentences fill a batch (--max-batch 2) and go at once.
+        # timeout, while two sentences fill a batch (--max-batch 2) and go at once. The
+        # first request waits in the worker's window, the second in the queue (one
+        # sentence fits), the others find it full.
         server = Server("--model", TRANSFORMER, "--threads", "1", "--batch-window", "1000",
                         "--max-batch", "2", "--timeout", "400", "--queue-size", "1")
         try:
             replies = [None] * 6
 
-            def send(i):
+            def send(i):  # each its own beam size: no two share a batch
                 replies[i] = server.post("/translate", {"q": "sentence %d" % i,
-                                                        "beam_size": 1 + i % 2})
+                                                        "beam_size": 1 + i})
             threads = [threading.Thread(target=send, args=(i,)) for i in range(6)]
             for t in threads:
                 t.start()
@@ -406,7 +408,8 @@ class ShutdownTest(unittest.TestCase):
     def test_requests_in_flight_are_answered(self):
         lines = sentences(8)[:8]
         expected = cli_translations(TRANSFORMER, lines)
-        server = Server("--model", TRANSFORMER, "--batch-window", "800")
+        # A 5 s window holds all eight inside; the stop must not wait it out.
+        server = Server("--model", TRANSFORMER, "--batch-window", "5000")
         replies = [None] * len(lines)
 
         def send(i):
@@ -424,10 +427,13 @@ class ShutdownTest(unittest.TestCase):
                 break
             self.assertLess(time.monotonic(), deadline, metrics)
             time.sleep(0.01)
+        stop_started = time.monotonic()
         code = server.stop()
+        stop_seconds = time.monotonic() - stop_started
         for t in threads:
             t.join(REQUEST_TIMEOUT)
         self.assertEqual(code, 0, server.stderr())
+        self.assertLess(stop_seconds, 4.5, "the stop waited out the batch window")
         self.assertEqual([r[0] for r in replies], [200] * len(lines), replies)
         self.assertEqual([r[2]["translatedText"] for r in replies], expected)
         self.assertIn("SIGTERM: stopping", server.stderr())
