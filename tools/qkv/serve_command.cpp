@@ -1,9 +1,11 @@
 // qkv serve: the translation server. Parses its flags into serve::ServiceOptions and
 // HttpOptions and runs serve_http; everything else is the serve library's.
 #include <iostream>
+#include <memory>
 
 #include "command.h"
 #include "decode_commands.h"
+#include "qkv/base/error.h"
 #include "qkv/cli/options.h"
 #include "qkv/serve/service.h"
 #include "serve_http.h"
@@ -88,8 +90,18 @@ serve::ServiceOptions service_options(const cli::ParsedOptions& p) {
   return o;
 }
 
+// The service with its models loaded; a model that cannot be read is named by its flag.
+std::unique_ptr<serve::Service> start_service(const cli::ParsedOptions& p) {
+  try {
+    return std::make_unique<serve::Service>(service_options(p));
+  } catch (const IoError& e) {
+    QKV_THROW(IoError, "--model: ", e.what());
+  }
+}
+
 int serve(const cli::ParsedOptions& p) {
-  serve::Service service(service_options(p));
+  const std::unique_ptr<serve::Service> started = start_service(p);
+  serve::Service& service = *started;
   for (const serve::ModelSpec& m : service.options().models)
     std::cerr << "qkv serve: model " << m.name << ": " << m.path.string() << "\n";
   serve_http(service, HttpOptions{.host = p.get<std::string>("host"),

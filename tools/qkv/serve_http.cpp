@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -111,6 +112,13 @@ void serve_http(serve::Service& service, const HttpOptions& options) {
   const int connections = options.connections;
   http.new_task_queue = [connections] { return new httplib::ThreadPool(size_t(connections)); };
   http.set_payload_max_length(size_t(service.options().limits.body_bytes));
+  // SO_REUSEADDR only: a restarted server rebinds past old connections in TIME_WAIT, but a
+  // second server on a port in use fails. cpp-httplib's default, SO_REUSEPORT, would let
+  // both listen and split the requests between them.
+  http.set_socket_options([](socket_t sock) {
+    const int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   // Clients that keep their connection (the load test, browsers) keep it for many requests.
   http.set_keep_alive_max_count(10000);
   add_routes(http, service, options.page);

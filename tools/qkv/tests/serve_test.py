@@ -326,6 +326,29 @@ class ApiKeyTest(unittest.TestCase):
             self.assertEqual(server.stop(), 0, server.stderr())
 
 
+class StartupTest(unittest.TestCase):
+    """Errors before serving name the flag and exit non-zero."""
+
+    def run_serve(self, *flags):
+        return subprocess.run([QKV, "serve", *flags], capture_output=True, text=True,
+                              timeout=START_TIMEOUT)
+
+    def test_a_missing_model_and_a_taken_port(self):
+        run = self.run_serve("--model", "/nonexistent/model", "--port", "0")
+        self.assertEqual(run.returncode, 1)
+        self.assertIn("--model: /nonexistent/model", run.stderr)
+        server = Server("--model", TRANSFORMER)
+        try:
+            run = self.run_serve("--model", TRANSFORMER, "--port", str(server.port))
+            self.assertEqual(run.returncode, 1)
+            self.assertIn("--port %d: cannot listen there" % server.port, run.stderr)
+        finally:
+            self.assertEqual(server.stop(), 0, server.stderr())
+        run = self.run_serve("--model", TRANSFORMER, "--model", TRANSFORMER)
+        self.assertEqual(run.returncode, 2)
+        self.assertIn("given twice", run.stderr)
+
+
 def percentile(values, q):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
