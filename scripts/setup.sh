@@ -19,12 +19,13 @@ packages=(
   nlohmann-json3-dev                 # safetensors headers, model config, metrics JSON
   libyaml-cpp-dev                    # YAML training configs (qkv train -c FILE)
   libpng-dev                         # PNG attention heatmaps (qkv attend --png)
-  chromium                           # headless rendering test of qkv report
+  chromium                           # headless rendering tests of qkv report and qkv serve's page
   pybind11-dev python3-dev           # the Python module (python/: import qkv)
   python3-numpy                      # its arrays (attention on numpy arrays, attention maps)
   python3-pytest                     # its tests (python/tests, run by ctest)
   python3-matplotlib                 # examples/attention_in_python.py draws a heatmap PNG
   libopenmpi-dev openmpi-bin         # data-parallel training (qkv train under mpirun)
+  libcpp-httplib-dev                 # qkv serve's HTTP server (cpp-httplib)
 )
 
 missing=()

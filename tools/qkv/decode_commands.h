@@ -9,5 +9,6 @@ int translate_main(int argc, const char* const* argv);
 int score_main(int argc, const char* const* argv);
 int eval_main(int argc, const char* const* argv);
 int attend_main(int argc, const char* const* argv);
+int serve_main(int argc, const char* const* argv);  // the HTTP server (serve_command.cpp)
 
 }  // namespace qkv::tool

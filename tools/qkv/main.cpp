@@ -5,6 +5,7 @@
 //   qkv score --model DIR [--src SRC --tgt TGT] (else `src ||| tgt` lines on stdin)
 //   qkv eval --ref REF [--ref REF2] [--by-length SRC] [HYPS]   (else HYPS on stdin)
 //   qkv attend --model DIR [--svg DIR --png DIR] < SRC
+//   qkv serve --model [NAME=]DIR [--model ...] [--host 127.0.0.1 --port 8080]
 //   qkv compare --train-sets SRC TGT --test-sets SRC REF [--variants LIST] [train flags]
 //   qkv report --compare DIR [-o FILE]
 //   qkv demo [--minutes 15] [--out DIR]
@@ -47,6 +48,8 @@ constexpr std::array kCommands{
             qkv::tool::eval_main},
     Command{"attend", "translations with their attention heatmaps (terminal, SVG, PNG)",
             qkv::tool::attend_main},
+    Command{"serve", "a translation server: LibreTranslate's API, batching, attention, a web page",
+            qkv::tool::serve_main},
     Command{"compare", "train several systems under one budget and compare them in one table",
             qkv::tool::compare_main},
     Command{"report", "the HTML report of a comparison (table, chart, attention heatmaps)",

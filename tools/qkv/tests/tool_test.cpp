@@ -213,7 +213,7 @@ TEST_F(ToolTest, CommandListIsAlignedAndHelpCommandShowsTheCommandsFlags) {
       ++commands;
     }
   }
-  EXPECT_EQ(commands, 10) << usage.out;
+  EXPECT_EQ(commands, 11) << usage.out;
   EXPECT_EQ(columns.size(), 1u) << usage.out;
   // `qkv help translate` is `qkv translate --help`, not the top-level usage.
   const Result help = qkv(dir_, {"help", "translate"});
