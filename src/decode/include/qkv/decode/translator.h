@@ -1,5 +1,5 @@
 // The decoding driver every front end calls (the CLI's translate / score / attend, the
-// experiments, later the Python module and the server): sentences in, per sentence its
+// experiments, the Python module and the server): sentences in, per sentence its
 // hypotheses out, in input order.
 //
 //   text -> encode -> drop what cannot be decoded (with a typed reason) -> sort by length
