@@ -65,7 +65,9 @@ for m in rnn-additive transformer; do
   add_case "$m.nbest3" translate --model MODELS/$m --beam-size 4 --n-best 3 --threads 1
   add_case "$m.hard" translate --model MODELS/$m --beam-size 3 --alignment hard --threads 1
   add_case "$m.soft" translate --model MODELS/$m --beam-size 1 --alignment soft --threads 1
-  add_case "$m.attend" attend --model MODELS/$m --beam-size 2 --width 0 --threads 1
+  # --pieces: the expected heatmaps are of pieces, what attend showed by default when they
+  # were made (it merges words by default since issue 18); the weights must not change.
+  add_case "$m.attend" attend --model MODELS/$m --beam-size 2 --width 0 --threads 1 --pieces
 done
 add_case "transformer.hard-layer0-head1" translate --model MODELS/transformer --beam-size 2 \
   --alignment hard --alignment-layer 0 --alignment-head 1 --threads 1

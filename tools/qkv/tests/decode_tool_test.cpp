@@ -81,8 +81,7 @@ TEST_F(DecodeToolTest, ProgressLinesWhenAskedAndNoneInALog) {
   write("pairs.txt", "the red dog runs ||| a dog\nthe cat ||| a cat\n");
   const Result quiet = qkv({"translate", "-m", "tf", "--mini-batch", "1"}, "many.txt");
   const Result shown =
-      qkv({"translate", "-m", "tf", "--mini-batch", "1", "--disp-seconds", "0.000001"},
-          "many.txt");
+      qkv({"translate", "-m", "tf", "--mini-batch", "1", "--disp-seconds", "0.000001"}, "many.txt");
   ASSERT_EQ(quiet.code, 0) << quiet.err;
   ASSERT_EQ(shown.code, 0) << shown.err;
   EXPECT_EQ(shown.out, quiet.out);
