@@ -232,7 +232,7 @@ int run(Run& r) {
   }
   std::cout << experiment::format_table(experiment::summary_table(comparison));
   if (const std::string found = experiment::finding(comparison); !found.empty())
-    std::cout << "\n" << found << "\n";
+    std::cout << "\nfinding: " << found << "\n";
   std::cout << std::flush;
   std::cerr << "[compare] wrote " << (r.out / experiment::kCompareCsv).string() << ", "
             << experiment::kCompareJson << ", " << experiment::kChartSvg << ", "

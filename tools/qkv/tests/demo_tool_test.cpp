@@ -18,6 +18,8 @@ TEST(DemoTool, RunsEndToEndWithinASmallBudget) {
   EXPECT_TRUE(has(r.err, "[1/3 rnn:none] training under --after")) << r.err;
   for (const char* v : {"rnn:none ", "rnn:additive ", "transformer "})
     EXPECT_EQ(lines_starting(r.out, v).size(), 1u) << v << " row missing from:\n" << r.out;
+  // Under the table, what it found (experiment::finding, also the report's first line).
+  EXPECT_EQ(lines_starting(r.out, "finding: ").size(), 1u) << r.out;
   for (const char* f : {"report.html", "compare.csv", "compare.json", "bleu_by_length.svg"})
     EXPECT_TRUE(fs::exists(dir / "demo" / f)) << f;
   const std::string hyps = read_text(dir / "demo" / "hyps" / "transformer.txt");
