@@ -108,30 +108,10 @@ KILL=("${COMMON[@]}" --vocab "$DATA/vocab.spm" "${RNN[@]}" --save-freq 1 --disp-
 kill_dir=$WORK/kill
 mpi -n 2 "$QKV" train --model "$kill_dir" "${KILL[@]}" --after 400u 2>"$kill_dir.log" &
 MPIRUN_PID=$!
-# rank_pid R: the pid of rank R among the launch's descendants (timeout -> mpirun ->
-# ranks; Open MPI puts the rank in each process's environment). Only this test's own
-# processes are looked at.
-rank_pid() {
-  local -a queue=("$MPIRUN_PID")
-  local pid child depth
-  for ((depth = 0; depth < 4; ++depth)); do
-    local -a next=()
-    for pid in "${queue[@]}"; do
-      for child in $(pgrep -P "$pid"); do
-        if tr '\0' '\n' <"/proc/$child/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
-          echo "$child"
-          return
-        fi
-        next+=("$child")
-      done
-    done
-    queue=("${next[@]}")
-  done
-}
 victim=""
 for ((i = 0; i < 300; ++i)); do  # up to 30 s for 5 updates to pass
   if grep -q '^ep 1 up 5:' "$kill_dir.log" 2>/dev/null; then
-    victim=$(rank_pid 1)
+    victim=$(rank_pid "$MPIRUN_PID" 1)
     break
   fi
   sleep 0.1

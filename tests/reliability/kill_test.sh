@@ -70,7 +70,7 @@ cleanup() {
   if [[ -n ${PID:-} ]] && ((PID > 0)); then
     if ((RANKS > 1)); then  # the ranks first: killing the launcher alone would orphan them
       for ((r = 0; r < RANKS; ++r)); do
-        p=$(rank_pid "$r")
+        p=$(rank_pid "$PID" "$r")
         [[ -n $p ]] && ((p > 0)) && kill -9 "$p" 2>/dev/null
       done
     fi
@@ -99,25 +99,6 @@ if ((RANKS > 1)); then
   (($(id -u) == 0)) && TRAIN+=(--allow-run-as-root)
   TRAIN+=("$QKV")
 fi
-# rank_pid R: the pid of rank R among this launch's descendants (timeout -> mpirun ->
-# ranks; Open MPI puts the rank in each process's environment).
-rank_pid() {
-  local -a queue=("$PID")
-  local pid child depth
-  for ((depth = 0; depth < 4; ++depth)); do
-    local -a next=()
-    for pid in "${queue[@]}"; do
-      for child in $(pgrep -P "$pid"); do
-        if tr '\0' '\n' <"/proc/$child/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
-          echo "$child"
-          return
-        fi
-        next+=("$child")
-      done
-    done
-    queue=("${next[@]}")
-  done
-}
 
 # 1. The uninterrupted reference.
 t0=$(now_ms)
@@ -203,9 +184,9 @@ while ((kills < KILLS && DONE == 0)); do
   count_resume
   ((had_state)) || fresh_starts=$((fresh_starts + 1))
   if ((RANKS > 1)); then
-    WRITER=$(rank_pid 0)
+    WRITER=$(rank_pid "$PID" 0)
     rand "$RANKS"
-    VICTIM=$(rank_pid "$R")
+    VICTIM=$(rank_pid "$PID" "$R")
     ((aim_save)) && VICTIM=$WRITER
     if [[ -z $WRITER || -z $VICTIM ]] || ((WRITER <= 0 || VICTIM <= 0)); then
       wait "$PID" 2>/dev/null

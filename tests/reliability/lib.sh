@@ -71,3 +71,24 @@ ompi_exit_race() {
   grep -q '^training stopped after update' "$1" &&
     grep -q 'with PID 0 on' "$1" && grep -q 'exiting improperly' "$1"
 }
+
+# rank_pid ROOT R: the pid of MPI rank R among ROOT's descendants (ROOT: a `timeout
+# mpirun ...` launched by the caller; Open MPI puts the rank in each process's
+# environment), or nothing. Only the caller's own processes are looked at.
+rank_pid() {
+  local -a queue=("$1")
+  local pid child depth
+  for ((depth = 0; depth < 4; ++depth)); do
+    local -a next=()
+    for pid in "${queue[@]}"; do
+      for child in $(pgrep -P "$pid"); do
+        if tr '\0' '\n' <"/proc/$child/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
+          echo "$child"
+          return
+        fi
+        next+=("$child")
+      done
+    done
+    queue=("${next[@]}")
+  done
+}
