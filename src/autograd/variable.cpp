@@ -3,6 +3,7 @@
 #include <cstring>
 #include <span>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "detail/record.h"
@@ -15,6 +16,9 @@ struct TapeEntry {
   std::string_view op;
   Variable output;
   detail::BackwardFn backward;
+  // The inputs on caller-owned gradient storage (parameters) this entry accumulates into:
+  // what backward(loss, on_ready) needs to know when each one's gradient is complete.
+  std::vector<Variable> bound_inputs;
 };
 
 thread_local std::vector<TapeEntry> tape;
@@ -141,6 +145,10 @@ void clear_tape() noexcept {
 }
 
 void backward(const Variable& loss) {
+  backward(loss, GradReadyFn());
+}
+
+void backward(const Variable& loss, const GradReadyFn& on_ready) {
   QKV_CHECK(loss.value().numel() == 1, ShapeError, "backward: loss ", describe(loss.value()),
             " must hold exactly one element");
   QKV_CHECK(loss.requires_grad(), ValueError,
@@ -149,12 +157,25 @@ void backward(const Variable& loss) {
   // Take the tape first: it is cleared even if a backward function throws.
   std::vector<TapeEntry> entries;
   entries.swap(tape);
+  // For each bound input, the first entry (in recording order) that uses it: once the
+  // reverse pass has run that entry, nothing accumulates into its gradient any more.
+  std::vector<std::vector<Variable>> complete_after;
+  if (on_ready) {
+    complete_after.resize(entries.size());
+    std::unordered_set<const void*> seen;
+    for (size_t i = 0; i < entries.size(); ++i)
+      for (Variable& v : entries[i].bound_inputs)
+        if (seen.insert(v.identity()).second) complete_after[i].push_back(std::move(v));
+  }
   loss.accumulate_grad(Tensor::full(loss.value().shape(), 1.0, loss.value().dtype()));
-  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+  for (size_t i = entries.size(); i-- > 0;) {
+    TapeEntry& entry = entries[i];
     // An entry whose output received no gradient is not on a path to the loss.
-    const Tensor& dy = it->output.grad();
-    if (dy.defined()) it->backward(dy);
-    release(*it);
+    const Tensor& dy = entry.output.grad();
+    if (dy.defined()) entry.backward(dy);
+    release(entry);
+    if (on_ready)
+      for (const Variable& v : complete_after[i]) on_ready(v);
   }
 }
 
@@ -166,7 +187,12 @@ Variable record(const OpRegistration& op, Tensor value, std::span<const Variable
   if (grad_mode)
     for (const Variable& v : inputs) needs_grad = needs_grad || v.requires_grad();
   Variable out(std::move(value), needs_grad);
-  if (needs_grad) tape.push_back({op.name(), out, std::move(backward)});
+  if (needs_grad) {
+    std::vector<Variable> bound;
+    for (const Variable& v : inputs)
+      if (v.requires_grad() && v.has_bound_grad()) bound.push_back(v);
+    tape.push_back({op.name(), out, std::move(backward), std::move(bound)});
+  }
   return out;
 }
 

@@ -71,5 +71,59 @@ TEST(BindStorage, UnboundVariablesKeepTheirBehaviour) {
   EXPECT_FALSE(w.grad().defined());  // dropped, as before
 }
 
+// A parameter-like variable: its gradient lives in a buffer of its own (bound storage).
+Variable bound_variable(const Shape& shape, uint64_t seed) {
+  const Variable v(random_tensor(shape, DType::F64, seed), true);
+  v.bind_storage(v.value().clone(), Tensor::zeros(shape, DType::F64));
+  return v;
+}
+
+TEST(BackwardReady, ReportsEachBoundGradientOnceWhenCompleteAndBeforeEarlierOps) {
+  // y = sum(tanh(a·x) · b) + sum(c ⊙ c'): a is used first (so complete last), b later, c
+  // twice in the last op, u never used; x is a constant and w an unbound leaf.
+  const Variable a = bound_variable({3, 4}, 1), b = bound_variable({2, 4}, 2),
+                 c = bound_variable({2, 4}, 3), u = bound_variable({2}, 4);
+  const Variable x(random_tensor({2, 3}, DType::F64, 5));
+  const Variable w(random_tensor({2, 4}, DType::F64, 6), true);
+  const auto loss = [&] {  // one statement per op: the recording order is the test's
+    const Variable first = sum(mul(mul(tanh(matmul(x, a)), b), w));
+    const Variable second = sum(mul(c, c));
+    return add(first, second);
+  };
+  std::vector<std::string> order;
+  std::vector<Tensor> at_report;
+  backward(loss(), [&](const Variable& v) {
+    order.push_back(v.same_as(a) ? "a" : v.same_as(b) ? "b" : v.same_as(c) ? "c" : "?");
+    at_report.push_back(v.grad().clone());  // what the gradient was when reported
+  });
+  ASSERT_EQ(order, (std::vector<std::string>{"c", "b", "a"}));
+  // Complete when reported: equal to the gradients of a plain backward.
+  const std::vector<Variable> vars = {c, b, a};
+  std::vector<Tensor> reported_final;
+  for (const Variable& v : vars) reported_final.push_back(v.grad().clone());
+  for (const Variable& v : vars) v.zero_grad();
+  w.zero_grad();
+  backward(loss());
+  for (size_t i = 0; i < vars.size(); ++i) {
+    EXPECT_TRUE(bitwise_equal(at_report[i], vars[i].grad())) << order[i];
+    EXPECT_TRUE(bitwise_equal(reported_final[i], vars[i].grad())) << order[i];
+  }
+}
+
+TEST(BackwardReady, IsCalledBeforeTheRestOfTheTapeRuns) {
+  // b is complete after the last op; a only after the first: when b is reported, a's
+  // gradient must still be zero (the reverse pass has not reached a's op yet).
+  const Variable a = bound_variable({4}, 7), b = bound_variable({4}, 8);
+  const Variable h = tanh(mul(a, a));
+  bool a_was_zero_when_b_reported = false;
+  backward(sum(mul(h, b)), [&](const Variable& v) {
+    if (!v.same_as(b)) return;
+    a_was_zero_when_b_reported = true;
+    for (double g : a.grad().to_vector<double>()) a_was_zero_when_b_reported &= g == 0.0;
+  });
+  EXPECT_TRUE(a_was_zero_when_b_reported);
+  for (double g : a.grad().to_vector<double>()) EXPECT_NE(g, 0.0);
+}
+
 }  // namespace
 }  // namespace qkv::autograd

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 
 #include "qkv/tensor/tensor.h"
@@ -62,6 +63,8 @@ class Variable {
 
   // True when both handles refer to the same variable.
   bool same_as(const Variable& other) const noexcept { return node_ == other.node_; }
+  // The same for every handle of one variable, distinct between variables (a hash key).
+  const void* identity() const noexcept { return node_.get(); }
 
  private:
   struct Node {
@@ -96,6 +99,16 @@ class NoGradGuard {
 // Each entry is released as soon as its backward has run (see the top of this file).
 // loss must hold exactly one element (else ShapeError) and require grad (else ValueError).
 void backward(const Variable& loss);
+
+// The same, calling on_ready(v) on this thread for every variable v on caller-owned
+// gradient storage (bind_storage: the parameters) that the tape accumulates into, once,
+// as soon as its gradient is complete: right after the last entry (in reverse order) that
+// adds to it has run, while the rest of the backward pass is still to come. A data-
+// parallel trainer starts sending those gradients then (overlapping the exchange with
+// the backward pass, as PyTorch's DDP does with its buckets). Variables the tape never
+// touches are not reported. on_ready must not record on the tape or call backward.
+using GradReadyFn = std::function<void(const Variable&)>;
+void backward(const Variable& loss, const GradReadyFn& on_ready);
 
 // Entries on this thread's tape (for tests and diagnostics), and discarding them
 // (a forward pass whose graph will not be differentiated).
