@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "bench_args.h"
@@ -69,7 +71,42 @@ void exchange_once(GradientExchange& ex, const std::vector<std::vector<float>>& 
   ex.reduce(sum, own);
 }
 
-int check(GradientExchange& ex, const Args& a) {
+// The same exchange overlapped as a backward pass would drive it: start_reduce() before
+// the last micro-batch, its gradient reported ready in pieces of varying sizes in a
+// shuffled order (another order on every rank), then finish_reduce().
+void exchange_streamed(GradientExchange& ex, const std::vector<std::vector<float>>& grads,
+                       long long first, long long m, std::vector<float>& sum) {
+  std::vector<WeightedGradient> earlier;
+  const size_t last = grads.size() - 1;
+  if (ex.sums_as_it_goes()) {
+    std::fill(sum.begin(), sum.end(), 0.0f);
+    for (size_t i = 0; i < last; ++i)
+      qkv::train::add_weighted(sum, grads[i], weight(first + (long long)i, m));
+  } else {
+    for (size_t i = 0; i < last; ++i)
+      earlier.push_back({grads[i], weight(first + (long long)i, m)});
+  }
+  ex.start_reduce(sum, earlier, {grads[last], weight(first + (long long)last, m)});
+  std::vector<std::pair<size_t, size_t>> pieces;  // (begin, count)
+  uint64_t x = 0x2545f4914f6cdd1dull * uint64_t(ex.rank() + 1);
+  const auto next = [&] {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    return x;
+  };
+  const size_t count = grads[last].size();
+  for (size_t begin = 0; begin < count;) {
+    const size_t n = std::min(count - begin, size_t(1 + next() % 3000));
+    pieces.push_back({begin, n});
+    begin += n;
+  }
+  for (size_t i = pieces.size(); i > 1; --i) std::swap(pieces[i - 1], pieces[next() % i]);
+  // The last few pieces are left to finish_reduce(), as parameters the tape never reaches.
+  for (size_t i = 0; i + 2 < pieces.size(); ++i)
+    ex.gradient_ready(pieces[i].first, pieces[i].second);
+  ex.finish_reduce();
+}
+
+int check(GradientExchange& ex, GradientExchange& allreduce, const Args& a) {
   const auto count = static_cast<size_t>(a.params);
   const long long m = a.n * ex.size(), first = a.n * ex.rank();
   std::vector<std::vector<float>> grads;
@@ -77,16 +114,49 @@ int check(GradientExchange& ex, const Args& a) {
   std::vector<float> sum(count, -1.0f);
   exchange_once(ex, grads, first, m, sum);
   std::vector<float> expected(count, 0.0f);
-  for (long long j = 0; j < m; ++j)
-    qkv::train::add_weighted(expected, gradient(j, count), weight(j, m));
-  const bool same = std::memcmp(sum.data(), expected.data(), count * sizeof(float)) == 0;
-  const int bad = ex.max_over_ranks(same ? 0 : 1) != 0;
-  if (ex.rank() == 0)
+  std::vector<double> magnitude(count, 0.0);  // Σ |w_j g_j|: the scale of rounding errors
+  for (long long j = 0; j < m; ++j) {
+    const std::vector<float> g = gradient(j, count);
+    qkv::train::add_weighted(expected, g, weight(j, m));
+    for (size_t i = 0; i < count; ++i) magnitude[i] += std::abs(double(weight(j, m)) * g[i]);
+  }
+  const auto bitwise = [&](const std::vector<float>& v) {
+    return std::memcmp(v.data(), expected.data(), count * sizeof(float)) == 0;
+  };
+  const bool same = bitwise(sum);
+  std::vector<float> streamed(count, -1.0f);
+  exchange_streamed(ex, grads, first, m, streamed);
+  const bool streamed_same = bitwise(streamed);
+  // Allreduce, overlapped: not the single-process bits, but the same result on every
+  // rank, close to the exact sum.
+  std::vector<float> reduced(count, -1.0f);
+  exchange_streamed(allreduce, grads, first, m, reduced);
+  uint64_t hash = 1469598103934665603ull;
+  double worst = 0;
+  for (size_t i = 0; i < count; ++i) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, &reduced[i], sizeof bits);
+    hash = (hash ^ bits) * 1099511628211ull;
+    worst = std::max(worst,
+                     std::abs(double(reduced[i]) - double(expected[i])) / (magnitude[i] + 1e-30));
+  }
+  const std::vector<uint64_t> hashes = ex.gather(std::span<const uint64_t>(&hash, 1));
+  const bool agree =
+      std::all_of(hashes.begin(), hashes.end(), [&](uint64_t h) { return h == hashes[0]; });
+  const bool close = worst < 1e-5;  // float32 rounding of a few terms: ~1e-7
+  const int bad = ex.max_over_ranks(same && streamed_same && agree && close ? 0 : 1) != 0;
+  if (ex.rank() == 0) {
     std::printf(
         "ordered exchange, %d ranks x %lld micro-batches, %lld floats in chunks of %lld: "
-        "%s\n",
+        "%s; overlapped (gradient ready in shuffled pieces): %s\n",
         ex.size(), a.n, a.params, a.chunk,
-        bad ? "DIFFERS from the single-process sum" : "bitwise the single-process sum");
+        same ? "bitwise the single-process sum" : "DIFFERS from the single-process sum",
+        streamed_same ? "bitwise the single-process sum" : "DIFFERS from the single-process sum");
+    std::printf(
+        "allreduce exchange, overlapped: %s on every rank, largest difference to the "
+        "in-order sum, relative to the sum of magnitudes, %.2g%s\n",
+        agree ? "the same" : "NOT the same", worst, close ? "" : " (TOO LARGE)");
+  }
   return bad ? 1 : 0;
 }
 
@@ -150,7 +220,7 @@ int main(int argc, char** argv) {
     // Both alive together: MPI is finalised when the last exchange goes.
     const auto ordered = qkv::train::make_mpi_exchange(ExchangeMode::Ordered, size_t(a.chunk));
     const auto allreduce = qkv::train::make_mpi_exchange(ExchangeMode::Allreduce, size_t(a.chunk));
-    if (a.check) return check(*ordered, a);
+    if (a.check) return check(*ordered, *allreduce, a);
     time_mode(*ordered, ExchangeMode::Ordered, a);
     time_mode(*allreduce, ExchangeMode::Allreduce, a);
     return 0;

@@ -101,6 +101,10 @@ void declare_training(cli::OptionSet& o) {
              "With --data-parallel mpi: ordered sums the micro-batch gradients in one fixed "
              "order (results independent of the number of ranks); allreduce uses "
              "MPI_Allreduce (reproducible only for the same number of ranks).");
+  o.add_enum("exchange-overlap", {"on", "off"}, "on",
+             "With --data-parallel mpi: on sends each part of the gradient as soon as the "
+             "backward pass has completed it (as PyTorch's DDP does), off after the backward "
+             "pass; the same parameters either way with --gradient-exchange ordered.");
   o.add_switch("resume",
                "Continue the run saved in --model (bit-exactly); starts a new one if there is "
                "none.");
@@ -194,6 +198,7 @@ train::TrainerOptions trainer_options_from(const cli::ParsedOptions& p) {
       p.is_set("disp-seconds") || isatty(STDERR_FILENO) != 0 ? p.get<double>("disp-seconds") : 0.0;
   o.early_stopping = p.get<int64_t>("early-stopping");
   o.accumulate = p.get<int64_t>("accumulate");
+  o.overlap_exchange = p.get<std::string>("exchange-overlap") == "on";
   const cli::Budget budget = cli::parse_budget(p.get<std::string>("after"));
   o.after.updates = budget.updates;
   o.after.epochs = budget.epochs;

@@ -22,6 +22,25 @@ void LocalExchange::reduce(std::span<float> sum, std::span<const WeightedGradien
   for (const WeightedGradient& g : own) add_weighted(sum, g.grad, g.weight);
 }
 
+void GradientExchange::start_reduce(std::span<float> sum, std::span<const WeightedGradient> earlier,
+                                    WeightedGradient last) {
+  pending_sum_ = sum;
+  pending_own_.assign(earlier.begin(), earlier.end());
+  pending_own_.push_back(last);
+}
+
+void GradientExchange::gradient_ready(size_t /*begin*/, size_t /*count*/) {}
+
+void GradientExchange::finish_reduce() {
+  std::vector<WeightedGradient> own;
+  own.swap(pending_own_);
+  if (sums_as_it_goes()) {  // the sum so far is in pending_sum_: add the last one, reduce
+    add_weighted(pending_sum_, own.back().grad, own.back().weight);
+    own.clear();
+  }
+  reduce(pending_sum_, own);
+}
+
 std::vector<double> LocalExchange::gather(std::span<const double> mine) {
   return {mine.begin(), mine.end()};
 }

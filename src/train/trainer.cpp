@@ -48,11 +48,15 @@ void check_vocab(const models::ModelConfig& c, const data::Vocab& v) {
             ")");
 }
 
-// ResourceError naming the flags to reduce when the model and the largest batch of
-// `batches` (every epoch cuts the same shapes) would not fit in memory (memory.h).
+// ResourceError naming the flags to reduce when the model, the largest batch of
+// `batches` (every epoch cuts the same shapes) and the buffers of an update's
+// micro-batches would not fit in memory (memory.h).
 void check_memory_for(const models::ModelConfig& config, const data::BatchIterator& batches,
-                      const data::TokenizedCorpus& corpus, const data::BatchOptions& options) {
-  check_training_memory(config, largest_batch(config, corpus, batches.schedule(0), options));
+                      const data::TokenizedCorpus& corpus, const TrainerOptions& options) {
+  const GradientExchange* exchange = options.exchange.get();
+  check_training_memory(config, largest_batch(config, corpus, batches.schedule(0), options.batch),
+                        gradient_buffers_for(options.accumulate, exchange ? exchange->size() : 1,
+                                             exchange == nullptr || exchange->sums_as_it_goes()));
 }
 
 // A run killed mid-save leaves "<file>.tmp.<pid>.<n>" behind, as large as the file; the
@@ -125,7 +129,7 @@ Trainer::Trainer(const models::ModelConfig& config, TrainingData data, TrainerOp
   // The batches first: with the model they decide the memory training needs, checked
   // before anything large is allocated.
   data::BatchIterator batches(data.train, options.batch, options.seed);
-  check_memory_for(config, batches, *data.train, options.batch);
+  check_memory_for(config, batches, *data.train, options);
   std::unique_ptr<models::Seq2Seq> model = models::make_model(config, options.seed);
   Adam adam(model->parameters().numel(), options.adam);
   s_ = std::make_unique<State>(std::move(data), std::move(options), std::move(model),
@@ -169,7 +173,7 @@ Trainer Trainer::resume(TrainingData data, TrainerOptions options) {
   s.wall_at_session_start = s.progress.wall_seconds;
   detail::restore_dropout_offsets(*s.model, s.progress.dropout_offsets, path.string());
   s.batches.emplace(s.data.train, s.options.batch, s.progress.position);
-  check_memory_for(s.model->config(), *s.batches, *s.data.train, s.options.batch);
+  check_memory_for(s.model->config(), *s.batches, *s.data.train, s.options);
   try {
     s.guard.restore(s.progress.guard_consecutive, s.progress.guard_total);
   } catch (const ValueError& e) {
@@ -319,7 +323,9 @@ TrainSummary Trainer::run() {
                    << format_fixed(double(s.model->parameters().numel()) * 4 / 1e6, 1)
                    << " MB per update, "
                    << format_fixed(1e3 * s.exchange_seconds / double(s.exchanges), 1)
-                   << " ms per update on rank 0 (waiting for slower ranks included), "
+                   << " ms per update on rank 0"
+                   << (s.options.overlap_exchange ? " after the backward pass (overlapped)" : "")
+                   << " (waiting for slower ranks included), "
                    << format_fixed(100 * s.exchange_seconds /
                                        std::max(1e-9, s.wall_seconds() - s.wall_at_session_start),
                                    1)
@@ -372,7 +378,8 @@ void Trainer::log_progress(const UpdateRecord& last) {
   w = {.start = now};
 }
 
-double Trainer::micro_batch(const data::Batch& b, int64_t global_index, bool set_dropout) {
+double Trainer::micro_batch(const data::Batch& b, int64_t global_index, bool set_dropout,
+                            const autograd::GradReadyFn& on_ready) {
   State& s = *s_;
   nn::ParameterStore& store = s.model->parameters();
   store.zero_grad();
@@ -390,7 +397,7 @@ double Trainer::micro_batch(const data::Batch& b, int64_t global_index, bool set
       {.label_smoothing = s.options.label_smoothing, .ignore_index = s.options.batch.pad_id});
   const double value = loss.value().to(DType::F64).data<double>()[0];
   if (std::isfinite(value)) {
-    autograd::backward(loss);
+    autograd::backward(loss, on_ready);
   } else {
     autograd::clear_tape();
     float* g = store.grads().data<float>();
@@ -426,22 +433,45 @@ UpdateRecord Trainer::train_on(const std::vector<data::Batch>& batches) {
     const bool as_it_goes = s.exchange->sums_as_it_goes();
     s.sum.resize(arena.size());
     if (as_it_goes) std::fill(s.sum.begin(), s.sum.end(), 0.0f);
-    if (!as_it_goes) s.own_grads.resize(size_t(n));
+    if (!as_it_goes) s.own_grads.resize(size_t(n - 1));
     std::vector<WeightedGradient> own;
     std::vector<double> own_losses;
+    // The last micro-batch's gradient stays in the arena (nothing clears it before the
+    // optimizer step), so the exchange reads it there, region by region as the backward
+    // pass completes them when overlapping.
+    const float* const arena_begin = arena.data();
+    GradientExchange& exchange = *s.exchange;
+    const autograd::GradReadyFn on_ready = [&](const autograd::Variable& v) {
+      exchange.gradient_ready(size_t(v.grad().data<float>() - arena_begin),
+                              size_t(v.grad().numel()));
+    };
+    const bool overlap = s.options.overlap_exchange;
     for (int64_t i = 0; i < n; ++i) {
       const data::Batch& b = batches[size_t(first + i)];
       const auto weight = float(double(b.tgt_tokens) / double(r.tgt_tokens));
-      own_losses.push_back(micro_batch(b, p.micro_batches + first + i, true));
+      const int64_t k = p.micro_batches + first + i;
+      if (overlap && i + 1 == n) {
+        exchange.start_reduce(s.sum, own, {arena, weight});
+        own_losses.push_back(micro_batch(b, k, true, on_ready));
+        break;
+      }
+      own_losses.push_back(micro_batch(b, k, true));
       if (as_it_goes) {
         add_weighted(s.sum, arena, weight);
+      } else if (i + 1 == n) {
+        own.push_back({arena, weight});
       } else {
         s.own_grads[size_t(i)].assign(arena.begin(), arena.end());
         own.push_back({s.own_grads[size_t(i)], weight});
       }
     }
+    // What the exchange costs the update: all of it without overlap, what is left of it
+    // after the backward pass with.
     const Clock::time_point exchange_start = Clock::now();
-    s.exchange->reduce(s.sum, own);
+    if (overlap)
+      exchange.finish_reduce();
+    else
+      exchange.reduce(s.sum, own);
     grads = s.sum;
     const std::vector<double> losses = s.exchange->gather(std::span<const double>(own_losses));
     s.exchange_seconds += std::chrono::duration<double>(Clock::now() - exchange_start).count();

@@ -73,22 +73,40 @@ for model in rnn transformer; do
   ref=$WORK/$model.ref
   "$QKV" train --model "$ref" "${base[@]}" "${extra[@]}" --accumulate 6 2>"$ref.log" ||
     { fail "$model: the single-process run failed"; cat "$ref.log" >&2; continue; }
-  for rn in 1x6 2x3 3x2; do
-    r=${rn%x*} n=${rn#*x} dir=$WORK/$model.$rn
-    if ! mpi -n "$r" "$QKV" train --model "$dir" "${base[@]}" "${extra[@]}" --accumulate "$n" \
-      --data-parallel mpi 2>"$dir.log" && ! ompi_exit_race "$dir.log"; then
+  # The exchange overlaps the backward pass by default; 2x3:off after it.
+  for rn in 1x6 2x3 3x2 2x3:off; do
+    overlap=on
+    [[ $rn == *:off ]] && overlap=off rn=${rn%:off}
+    r=${rn%x*} n=${rn#*x} dir=$WORK/$model.$rn.$overlap
+    # 100-float messages: even these tiny models' gradients travel in many chunks.
+    if ! QKV_TEST_EXCHANGE_CHUNK=100 mpi -n "$r" -x QKV_TEST_EXCHANGE_CHUNK "$QKV" train --model "$dir" "${base[@]}" "${extra[@]}" --accumulate "$n" \
+      --data-parallel mpi --exchange-overlap "$overlap" 2>"$dir.log" &&
+      ! ompi_exit_race "$dir.log"; then
       fail "$model: $r ranks x $n failed"
       tail -20 "$dir.log" >&2
       continue
     fi
     cmp -s "$ref/model.safetensors" "$dir/model.safetensors" ||
-      fail "$model: $r ranks x $n micro-batches differ from 1 process x 6"
+      fail "$model: $r ranks x $n micro-batches (overlap $overlap) differ from 1 process x 6"
     [[ $(losses "$ref.log") == "$(losses "$dir.log")" ]] ||
-      fail "$model: the losses of $r ranks x $n differ from 1 process x 6"
+      fail "$model: the losses of $r ranks x $n (overlap $overlap) differ from 1 process x 6"
   done
+  # MPI_Iallreduce per chunk as the backward pass completes them: not bitwise across R,
+  # but it must train: the first update's loss (before any exchange) is the same.
+  ar=$WORK/$model.allreduce
+  if QKV_TEST_EXCHANGE_CHUNK=100 mpi -n 3 -x QKV_TEST_EXCHANGE_CHUNK "$QKV" train --model "$ar" "${base[@]}" "${extra[@]}" --accumulate 2 \
+    --data-parallel mpi --gradient-exchange allreduce 2>"$ar.log" || ompi_exit_race "$ar.log"; then
+    [[ $(losses "$ref.log" | head -1) == "$(losses "$ar.log" | head -1)" ]] ||
+      fail "$model: allreduce's first loss differs from 1 process x 6"
+    [[ $(losses "$ar.log" | wc -l) == "$(losses "$ref.log" | wc -l)" ]] ||
+      fail "$model: allreduce did not print a loss for every update"
+  else
+    fail "$model: 3 ranks with --gradient-exchange allreduce failed"
+    tail -20 "$ar.log" >&2
+  fi
 done
 [[ -n $(losses "$WORK/rnn.ref.log") ]] || fail "no progress line to compare"
-grep -q 'update: 3 rank(s) x 2 micro-batch(es)' "$WORK/rnn.3x2.log" ||
+grep -q 'update: 3 rank(s) x 2 micro-batch(es)' "$WORK/rnn.3x2.on.log" ||
   fail "the start-up report does not say how the update is split"
 
 # 2. Stop after 2 updates with 2 ranks, resume to 4 with 3 ranks: the 1 x 6 result.

@@ -27,8 +27,9 @@ extern "C" void request_stop(int signal) {
   std::signal(signal, SIG_DFL);
 }
 
-// Test-only hooks armed from the environment by tests/reliability/*.sh; with both
-// variables unset nothing changes. QKV_TEST_SAVE_DELAY_MS=N (0..60000) pauses every
+// Test-only hooks armed from the environment by tests/reliability/*.sh (and
+// QKV_TEST_EXCHANGE_CHUNK, by tests/mpi, in make_exchange); with the variables unset
+// nothing changes. QKV_TEST_SAVE_DELAY_MS=N (0..60000) pauses every
 // atomic save N ms between its complete temporary file and the rename, so the kill test
 // can land SIGKILLs inside a checkpoint write; QKV_TEST_FAIL_NTH_WRITE=N (>= 1) makes the
 // N-th low-level write step of this command (counted from its start: vocab.spm, train.yml,
@@ -76,9 +77,13 @@ std::shared_ptr<train::GradientExchange> make_exchange(const cli::ParsedOptions&
             "--model directory; drop --data-parallel off, or run without mpirun");
   if (mode == "off" || (mode == "auto" && world <= 1)) return nullptr;
 #ifdef QKV_HAVE_MPI
+  // Test-only: QKV_TEST_EXCHANGE_CHUNK=N floats per message, so that tiny test models
+  // still cut their gradient into many chunks (overlap and chunk order exercised).
+  const auto chunk = env_int("QKV_TEST_EXCHANGE_CHUNK", 1, int64_t{1} << 30);
   return train::make_mpi_exchange(p.get<std::string>("gradient-exchange") == "allreduce"
                                       ? train::ExchangeMode::Allreduce
-                                      : train::ExchangeMode::Ordered);
+                                      : train::ExchangeMode::Ordered,
+                                  chunk ? size_t(*chunk) : train::kAutoChunk);
 #else
   QKV_THROW(ConfigError,
             mode == "mpi" ? std::string("--data-parallel mpi:")

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,29 @@ TEST(GradientExchange, LocalReduceSumsInOrderFromPositiveZero) {
   std::vector<float> done = {7.0f};
   LocalExchange().reduce(done, {});
   EXPECT_EQ(done[0], 7.0f);
+}
+
+// The default start_reduce / gradient_ready / finish_reduce (what LocalExchange uses):
+// the same bits as reduce(), where the last micro-batch's gradient is read only at the end.
+TEST(GradientExchange, TheOverlappedStepsGiveReducesBits) {
+  const std::vector<float> a = {1e8f, -0.0f, 3.0f}, b = {-1e8f, -0.0f, 0.25f};
+  std::vector<float> last = {1.0f, -0.0f, 0.0f};
+  const std::vector<WeightedGradient> all = {{a, 0.5f}, {b, 0.5f}, {last, 2.0f}};
+  std::vector<float> expected(3);
+  LocalExchange().reduce(expected, all);
+  // Rank 0 sums as it goes: the sum holds a and b when the steps start.
+  std::vector<float> sum(3, 0.0f);
+  add_weighted(sum, a, 0.5f);
+  add_weighted(sum, b, 0.5f);
+  LocalExchange local;
+  std::vector<float> filling(3, 99.0f);  // the backward pass fills it in after the start
+  local.start_reduce(sum, {}, {filling, 2.0f});
+  filling[0] = last[0], filling[1] = last[1];
+  local.gradient_ready(0, 2);
+  filling[2] = last[2];
+  local.gradient_ready(2, 1);
+  local.finish_reduce();
+  EXPECT_EQ(0, std::memcmp(sum.data(), expected.data(), sizeof(float) * 3));
 }
 
 TEST(GradientExchange, AddWeightedRefusesMismatchedSizes) {

@@ -59,11 +59,31 @@ class GradientExchange {
   // micro-batches in order and `sum`'s contents on entry are ignored.
   virtual void reduce(std::span<float> sum, std::span<const WeightedGradient> own) = 0;
 
+  // The same reduce in three steps, so that it overlaps the backward pass of this rank's
+  // last micro-batch (PyTorch's DDP sends its gradient buckets the same way):
+  // start_reduce() before that micro-batch's backward, with `sum` and `earlier` as reduce()
+  // takes them for the micro-batches before it, and `last` the gradient it fills in;
+  // gradient_ready() for each region [begin, begin + count) of `last` as soon as it is
+  // complete (disjoint regions, in any order; the exchange may add and send them at once
+  // and never reads a region before); finish_reduce() after the backward pass (every region
+  // counts as complete then). `sum` ends bitwise as reduce() would leave it: each float
+  // sees the same additions in the same order, only earlier. The default does the whole
+  // reduce() in finish_reduce().
+  virtual void start_reduce(std::span<float> sum, std::span<const WeightedGradient> earlier,
+                            WeightedGradient last);
+  virtual void gradient_ready(size_t begin, size_t count);
+  virtual void finish_reduce();
+
   // Every rank's `mine` (the same count on each), concatenated in rank order.
   virtual std::vector<double> gather(std::span<const double> mine) = 0;
   virtual std::vector<uint64_t> gather(std::span<const uint64_t> mine) = 0;
   // The largest of every rank's `value`.
   virtual int64_t max_over_ranks(int64_t value) = 0;
+
+ private:
+  // What the default start_reduce() keeps for finish_reduce().
+  std::span<float> pending_sum_;
+  std::vector<WeightedGradient> pending_own_;
 };
 
 // One process: reduce() adds `own` to +0 in order; gather() returns `mine`.

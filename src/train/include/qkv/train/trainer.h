@@ -101,6 +101,10 @@ struct TrainerOptions {
   // Every rank reads the same batch stream and computes its share of each update; only
   // rank 0 writes files, validates and logs.
   std::shared_ptr<GradientExchange> exchange;
+  // Whether the exchange starts during the backward pass of this rank's last micro-batch,
+  // each region of the gradient as soon as it is complete (GradientExchange::
+  // start_reduce), instead of after it. The parameters are bitwise the same either way.
+  bool overlap_exchange = true;
   // Checked equal on every rank at start-up besides what the trainer checks itself (the
   // corpora, the vocabulary, the model, the checkpoint): e.g. the front end's flags.
   std::vector<FingerprintItem> fingerprint;
@@ -192,7 +196,9 @@ class Trainer {
   UpdateRecord train_on(const std::vector<data::Batch>& batches);
   // Forward and backward of micro-batch `global_index` of the run into the gradient
   // arena (NaN when its loss is not finite); returns its loss.
-  double micro_batch(const data::Batch& b, int64_t global_index, bool set_dropout);
+  // on_ready: passed to autograd::backward (the overlapped exchange's hook).
+  double micro_batch(const data::Batch& b, int64_t global_index, bool set_dropout,
+                     const autograd::GradReadyFn& on_ready = {});
   // Refuses ranks that would train different runs (start-up; data-parallel only).
   void check_ranks_agree();
   // Whether update `update` gets a progress line (by count, by time, or the first of a run).
