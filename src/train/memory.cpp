@@ -51,14 +51,20 @@ constexpr const char* kModelFlags =
 
 }  // namespace
 
-TrainingMemory estimate_training_memory(const models::ModelConfig& config,
-                                        const BatchShape& batch) {
+int64_t gradient_buffers_for(int64_t accumulate, int ranks, bool sums_as_it_goes) {
+  if (accumulate * int64_t(ranks) <= 1) return 0;  // the classic trainer: no sum
+  return 1 + (sums_as_it_goes ? 0 : accumulate - 1);
+}
+
+TrainingMemory estimate_training_memory(const models::ModelConfig& config, const BatchShape& batch,
+                                        int64_t gradient_buffers) {
   const models::ModelFootprint f = models::footprint(config);
   TrainingMemory m;
   m.parameters = f.parameters;
   // Values, gradients, Adam's m and v: 4 floats per parameter; the position table is
   // computed in float64 and kept in float32.
   m.model_bytes = 16 * f.parameters + 12 * f.position_table;
+  m.accumulation_bytes = 4 * f.parameters * double(gradient_buffers);
   const double b = double(batch.sentences);
   const double src = b * double(batch.source_length), tgt = b * double(batch.target_length);
   const double per_batch = config.type == models::ModelType::Transformer
@@ -105,9 +111,22 @@ BatchShape largest_batch(const models::ModelConfig& config, const data::Tokenize
   return largest;
 }
 
-void check_training_memory(const models::ModelConfig& config, const BatchShape& batch) {
-  const TrainingMemory m = estimate_training_memory(config, batch);
+void check_training_memory(const models::ModelConfig& config, const BatchShape& batch,
+                           int64_t gradient_buffers) {
+  const TrainingMemory m = estimate_training_memory(config, batch, gradient_buffers);
   const std::string parameters = std::to_string(int64_t(std::min(m.parameters, 9e18)));
+  if (gradient_buffers > 0 && m.model_bytes + m.activation_bytes <= memory_limit().bytes) {
+    check_memory(m.total(),
+                 "training with " + std::to_string(gradient_buffers) +
+                     " gradient-sized buffer(s) for the update's micro-batches (" +
+                     format_bytes(m.accumulation_bytes) + " with " + parameters +
+                     " parameters) besides the model and the largest batch (" +
+                     format_bytes(m.model_bytes + m.activation_bytes) + ")",
+                 "lower --accumulate (each micro-batch but the last is kept whole on ranks > 0) "
+                 "or reduce the model: " +
+                     std::string(kModelFlags));
+    return;
+  }
   if (batch.sentences == 0) {
     check_memory(m.total(),
                  "training this model (" + parameters +

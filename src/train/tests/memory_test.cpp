@@ -94,6 +94,29 @@ TEST(TrainingMemory, ABatchTooLargeForMemoryIsAResourceErrorNamingMiniBatchWords
        "vocabulary 8000", "--mini-batch-words", "--max-length"}));
 }
 
+// An update of several micro-batches holds its sum and, on ranks > 0 of the ordered
+// exchange, a copy of each micro-batch's gradient but the last.
+TEST(TrainingMemory, AccumulationBuffersAreCountedAndNameAccumulate) {
+  EXPECT_EQ(gradient_buffers_for(1, 1, true), 0);
+  EXPECT_EQ(gradient_buffers_for(4, 1, true), 1);
+  EXPECT_EQ(gradient_buffers_for(1, 2, false), 1);
+  EXPECT_EQ(gradient_buffers_for(4, 3, false), 4);
+  EXPECT_EQ(gradient_buffers_for(4, 3, true), 1);
+  const models::ModelConfig c = testing::tiny_transformer(24, 0.1);
+  const TrainingMemory plain = estimate_training_memory(c, {4, 5, 6});
+  const TrainingMemory three = estimate_training_memory(c, {4, 5, 6}, 3);
+  EXPECT_EQ(plain.accumulation_bytes, 0.0);
+  EXPECT_EQ(three.accumulation_bytes, 12 * plain.parameters);
+  EXPECT_EQ(three.total(), plain.total() + three.accumulation_bytes);
+  EXPECT_NO_THROW(check_training_memory(c, {4, 5, 6}, 3));
+  // The model and batch fit; 10^15 copies of its gradient do not.
+  EXPECT_TRUE(throws_with<ResourceError>(
+      [&] {
+        check_training_memory(c, {4, 5, 6}, int64_t{1} << 50);
+      },
+      {"gradient-sized buffer(s)", "--accumulate"}));
+}
+
 // The Trainer checks before it builds the model: without the check, building it would
 // be the failure (or, below the physical memory, the OOM killer).
 TEST(TrainingMemory, TheTrainerRefusesBeforeBuildingTheModel) {

@@ -30,13 +30,23 @@ struct TrainingMemory {
   double parameters = 0;        // elements of the parameter arena
   double model_bytes = 0;       // parameters, gradients, Adam's moments, position table
   double activation_bytes = 0;  // one batch's activations and the fused loss's buffers
-  double total() const noexcept { return model_bytes + activation_bytes; }
+  // Gradient-sized buffers of an update with several micro-batches: the running sum and,
+  // on ranks > 0 of the ordered exchange, a copy of each micro-batch but the last.
+  double accumulation_bytes = 0;
+  double total() const noexcept { return model_bytes + activation_bytes + accumulation_bytes; }
 };
 
-// The estimate for `config` (valid: ConfigError otherwise) and a batch of `batch`
-// (all zeros: the model alone). Allocates nothing.
+// The estimate for `config` (valid: ConfigError otherwise), a batch of `batch` (all
+// zeros: the model alone) and `gradient_buffers` extra gradient-sized buffers
+// (gradient_buffers_for below). Allocates nothing.
 TrainingMemory estimate_training_memory(const models::ModelConfig& config,
-                                        const BatchShape& batch = {});
+                                        const BatchShape& batch = {}, int64_t gradient_buffers = 0);
+
+// The gradient-sized buffers the trainer holds besides the gradient itself for updates of
+// `accumulate` micro-batches per rank on `ranks` ranks, on a rank that sums its
+// micro-batches as they come (GradientExchange::sums_as_it_goes) or not: none for one
+// micro-batch per update, else the sum, plus accumulate - 1 copies where not summed.
+int64_t gradient_buffers_for(int64_t accumulate, int ranks, bool sums_as_it_goes);
 
 // The shape of the batch of `indices` in `corpus` under `options` (data::make_batch's
 // widths), without building it.
@@ -52,7 +62,8 @@ BatchShape largest_batch(const models::ModelConfig& config, const data::Tokenize
 // ResourceError when estimate_training_memory(config, batch) exceeds memory_limit()
 // (qkv/base/memory.h), naming the flags that shrink it: the model's sizes (--dim-emb,
 // --dim-ffn, --dim-rnn, --enc-depth, --dec-depth, --vocab-size) and, for a batch,
-// --mini-batch-words and --max-length.
-void check_training_memory(const models::ModelConfig& config, const BatchShape& batch = {});
+// --mini-batch-words and --max-length (and --accumulate when its buffers count).
+void check_training_memory(const models::ModelConfig& config, const BatchShape& batch = {},
+                           int64_t gradient_buffers = 0);
 
 }  // namespace qkv::train
