@@ -9,6 +9,7 @@ endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -S ${CONSUMER_SOURCE} -B ${WORK_DIR}/build
                   -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix
                   "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${LINKER_FLAGS}"
+                  -DQKV_EXPECT_MPI=${QKV_HAVE_MPI}
                 RESULT_VARIABLE rc)
 if(rc)
   message(FATAL_ERROR "configuring the consumer failed: ${rc}")
