@@ -57,8 +57,9 @@ if [[ ! -f $model/model.safetensors && ! -f $model ]]; then
   [[ -x $qkv ]] || { echo "no model in $model and no $qkv to train one: build the qkv_tool target" >&2; exit 1; }
   d=data/multi30k
   echo "== training a Transformer (qkv train's defaults) into $model for ${TRAIN_TIME:-5m}" >&2
-  # Small batches and a short warm-up: minutes buy ~1,000 updates instead of ~200, so
-  # the model ends its outputs with EOS rather than repeating words up to the limit.
+  # Small batches and a short warm-up: the minutes buy a few hundred updates instead of
+  # under a hundred, so the model ends most outputs with EOS instead of repeating words
+  # up to the length limit.
   "$qkv" train --model "$model" --train-sets $d/train.en.gz $d/train.de.gz \
     --after "${TRAIN_TIME:-5m}" --mini-batch-words 1024 --warmup 100 --threads 2 \
     --valid-freq 0 --disp-seconds 60 ${TRAIN_FLAGS:-} >&2
