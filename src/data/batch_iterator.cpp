@@ -1,11 +1,13 @@
 // BatchIterator: the training schedule, a pure function of (corpus, options, seed,
 // epoch), so a four-integer BatchPosition is a complete resume state.
 #include <algorithm>
+#include <utility>
 
 #include "detail/batching.h"
 #include "qkv/base/error.h"
 #include "qkv/base/log.h"
 #include "qkv/base/rng.h"
+#include "qkv/base/sort_by_length.h"
 #include "qkv/data/batcher.h"
 
 namespace qkv::data {
@@ -102,9 +104,8 @@ std::vector<std::vector<int64_t>> BatchIterator::schedule(uint64_t epoch) const 
   Rng rng(seed_, kShuffleStream + epoch);
   shuffle(order, rng);
   const TokenizedCorpus& c = *corpus_;
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    const auto ta = c.target[size_t(a)].size(), tb = c.target[size_t(b)].size();
-    return ta != tb ? ta < tb : c.source[size_t(a)].size() < c.source[size_t(b)].size();
+  sort_by_length(order, [&](int64_t i) {
+    return std::pair(c.target[size_t(i)].size(), c.source[size_t(i)].size());
   });
   std::vector<std::vector<int64_t>> batches = detail::cut_by_budget(c, order, options_);
   shuffle(batches, rng);

@@ -4,6 +4,7 @@
 
 #include "qkv/base/error.h"
 #include "qkv/base/memory.h"
+#include "qkv/base/sort_by_length.h"
 #include "qkv/data/parallel_corpus.h"
 #include "qkv/decode/force_decode.h"
 #include "qkv/decode/translator.h"
@@ -91,8 +92,7 @@ std::vector<ScoreResult> score(models::Seq2Seq& model, const data::Vocab& vocab,
     results.push_back(encoded_pair(src[i], tgt[i], limit, options));
     if (results.back().ok()) order.push_back(i);
   }
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return src[a].size() < src[b].size(); });
+  sort_by_length(order, [&](size_t i) { return src[i].size(); });
   const auto mini = size_t(options.mini_batch);
   for (size_t begin = 0; begin < order.size(); begin += mini)
     score_batch(model, std::span(order).subspan(begin, std::min(mini, order.size() - begin)), src,

@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "qkv/base/error.h"
+#include "qkv/base/sort_by_length.h"
 #include "qkv/data/batcher.h"
 #include "qkv/data/parallel_corpus.h"
 #include "qkv/decode/greedy.h"
@@ -30,9 +31,7 @@ std::vector<size_t> usable_by_length(const std::vector<Result>& results) {
   std::vector<size_t> order;
   for (size_t i = 0; i < results.size(); ++i)
     if (results[i].ok()) order.push_back(i);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return results[a].token_count < results[b].token_count;
-  });
+  sort_by_length(order, [&](size_t i) { return results[i].token_count; });
   return order;
 }
 

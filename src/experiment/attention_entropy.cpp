@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "qkv/base/error.h"
+#include "qkv/base/sort_by_length.h"
 #include "qkv/decode/translator.h"
 
 namespace qkv::experiment {
@@ -44,9 +45,7 @@ std::optional<AttentionEntropy> attention_entropy(models::Seq2Seq& model, const 
   }
   if (usable.empty()) return std::nullopt;
   // Summed in the driver's batch order (by source length), as before it moved there.
-  std::stable_sort(usable.begin(), usable.end(), [&](size_t a, size_t b) {
-    return results[a].token_count < results[b].token_count;
-  });
+  sort_by_length(usable, [&](size_t i) { return results[i].token_count; });
   double entropy_sum = 0, uniform_sum = 0;
   for (const size_t i : usable) {
     const decode::ScoreResult& r = results[i];
