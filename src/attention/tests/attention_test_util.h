@@ -7,7 +7,7 @@
 
 #include "qkv/attention/attention.h"
 #include "qkv/autograd/functions.h"
-#include "test_util.h"
+#include "qkv/testing/tensors.h"
 
 namespace qkv::attention::testing {
 

@@ -2,7 +2,7 @@
 // (how qkv::nn keeps all parameters in one flat arena) accumulates in place.
 #include "qkv/autograd/functions.h"
 #include "qkv/ops/elementwise.h"
-#include "test_util.h"
+#include "qkv/testing/tensors.h"
 
 namespace qkv::autograd {
 namespace {

@@ -2,7 +2,7 @@
 // bitwise identical for 1 and 2 threads, at sizes where the kernels run in parallel.
 #include "qkv/autograd/functions.h"
 #include "qkv/base/thread_pool.h"
-#include "test_util.h"
+#include "qkv/testing/tensors.h"
 
 namespace qkv::autograd {
 namespace {

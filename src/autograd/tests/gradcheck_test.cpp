@@ -9,7 +9,7 @@
 #include "qkv/autograd/functions.h"
 #include "qkv/autograd/registry.h"
 #include "qkv/ops/elementwise.h"
-#include "test_util.h"
+#include "qkv/testing/tensors.h"
 
 namespace qkv::autograd {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "qkv/autograd/functions.h"
 #include "qkv/ops/elementwise.h"
-#include "test_util.h"
+#include "qkv/testing/tensors.h"
 
 namespace qkv::autograd {
 namespace {

@@ -1,67 +1,31 @@
-// Shared helpers for the cli tests: expected errors and YAML files in a temporary dir.
+// Shared helpers for the cli tests: expected errors, a scratch directory for YAML files
+// (both from qkv_test_support) and an option set with one option of every kind.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <limits>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "qkv/base/error.h"
 #include "qkv/cli/budget.h"
 #include "qkv/cli/options.h"
+#include "qkv/testing/expect_error.h"
+#include "qkv/testing/scratch_dir.h"
 
 namespace qkv::cli::test_util {
 
-// Runs `fn` and checks that it throws E whose message contains every one of `parts`.
+// cli's errors are ConfigErrors unless a test names another type.
 template <class E = ConfigError>
 ::testing::AssertionResult throws_with(const std::function<void()>& fn,
                                        const std::vector<std::string>& parts) {
-  try {
-    fn();
-  } catch (const E& e) {
-    const std::string what = e.what();
-    for (const std::string& part : parts)
-      if (what.find(part) == std::string::npos)
-        return ::testing::AssertionFailure() << "'" << part << "' not in: " << what;
-    return ::testing::AssertionSuccess();
-  } catch (const std::exception& e) {
-    return ::testing::AssertionFailure() << "wrong exception type: " << e.what();
-  }
-  return ::testing::AssertionFailure() << "no exception";
+  return qkv::testing::throws_with<E>(fn, parts);
 }
 
-// A fresh directory under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() /
-            ("qkv_cli_test_" + std::to_string(rd()) + std::to_string(rd()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  // Writes `text` to `name` inside the directory; returns its path.
-  std::string write(const std::string& name, const std::string& text) const {
-    const std::filesystem::path p = path_ / name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p.string();
-  }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+using TempDir = qkv::testing::ScratchDir;
 
 // A subcommand's worth of options, one of every kind.
 inline OptionSet train_like() {

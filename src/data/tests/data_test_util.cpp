@@ -2,26 +2,7 @@
 
 #include <zlib.h>
 
-#include <fstream>
-#include <iterator>
-
 namespace qkv::data::testing {
-
-std::filesystem::path test_dir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "qkv_data_test" /
-                              (std::string(info->test_suite_name()) + "." + info->name());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-std::filesystem::path write_file(const std::filesystem::path& path, std::string_view bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  EXPECT_TRUE(out.good()) << path;
-  return path;
-}
 
 std::filesystem::path write_gzip(const std::filesystem::path& path, std::string_view bytes) {
   gzFile f = gzopen(path.c_str(), "wb");
@@ -33,11 +14,6 @@ std::filesystem::path write_gzip(const std::filesystem::path& path, std::string_
   EXPECT_EQ(written, static_cast<int>(bytes.size()));
   EXPECT_EQ(gzclose(f), Z_OK);
   return path;
-}
-
-std::string read_bytes(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 }  // namespace qkv::data::testing

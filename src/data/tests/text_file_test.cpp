@@ -8,7 +8,7 @@
 namespace qkv::data {
 namespace {
 
-using testing::read_bytes;
+using testing::read_file;
 using testing::test_dir;
 using testing::throws_with;
 using testing::write_file;
@@ -42,8 +42,8 @@ TEST(TextFile, GzipIsDetectedByMagicBytesNotByName) {
 
 TEST(TextFile, ConcatenatedGzipMembersAreOneFile) {
   const auto dir = test_dir();
-  const std::string a = read_bytes(write_gzip(dir / "a.gz", "one\ntwo\n"));
-  const std::string b = read_bytes(write_gzip(dir / "b.gz", "three\n"));
+  const std::string a = read_file(write_gzip(dir / "a.gz", "one\ntwo\n"));
+  const std::string b = read_file(write_gzip(dir / "b.gz", "three\n"));
   const TextFile f = read_text_file(write_file(dir / "ab.gz", a + b));
   EXPECT_EQ(f.lines, (std::vector<std::string>{"one", "two", "three"}));
 }
@@ -199,7 +199,7 @@ TEST(TextFile, TruncatedGzipIsAnIoErrorNamingTheFile) {
   const auto dir = test_dir();
   std::string text;
   for (int i = 0; i < 5000; ++i) text += "sentence number " + std::to_string(i) + "\n";
-  const std::string gz = read_bytes(write_gzip(dir / "full.gz", text));
+  const std::string gz = read_file(write_gzip(dir / "full.gz", text));
   for (size_t keep : {gz.size() / 2, gz.size() - 4, size_t{12}}) {
     const auto path = write_file(dir / ("cut" + std::to_string(keep) + ".gz"), gz.substr(0, keep));
     EXPECT_TRUE(throws_with<IoError>([&] { read_text_file(path); }, {path.string(), "truncated"}))
@@ -209,7 +209,7 @@ TEST(TextFile, TruncatedGzipIsAnIoErrorNamingTheFile) {
 
 TEST(TextFile, CorruptGzipIsAnIoErrorNamingTheFile) {
   const auto dir = test_dir();
-  std::string gz = read_bytes(write_gzip(dir / "full.gz", "some text\nmore text\n"));
+  std::string gz = read_file(write_gzip(dir / "full.gz", "some text\nmore text\n"));
   gz[gz.size() - 8] ^= 0x55;  // the CRC-32 in the trailer
   const auto path = write_file(dir / "crc.gz", gz);
   EXPECT_TRUE(throws_with<IoError>([&] { read_text_file(path); }, {path.string(), "corrupt"}));

@@ -12,7 +12,7 @@
 namespace qkv::data {
 namespace {
 
-using testing::read_bytes;
+using testing::read_file;
 using testing::test_dir;
 using testing::throws_with;
 using testing::write_file;
@@ -142,7 +142,7 @@ TEST_F(VocabTest, OutOfRangeIdsAreIndexErrors) {
 
 TEST_F(VocabTest, SerializedBytesLoadToTheSameVocabulary) {
   const Vocab v = Vocab::load(*model_);
-  EXPECT_EQ(v.serialized(), read_bytes(*model_));
+  EXPECT_EQ(v.serialized(), read_file(*model_));
   const Vocab w = Vocab::from_serialized(v.serialized(), "checkpoint");
   EXPECT_EQ(w.encode("the man runs."), v.encode("the man runs."));
 }
@@ -163,7 +163,7 @@ TEST_F(VocabTest, FingerprintIdentifiesTheModelBytes) {
 TEST_F(VocabTest, SameSeedGivesTheSameModelBytes) {
   const auto dir = test_dir();
   train_vocab({*src_, *tgt_}, kVocabSize, dir / "again.model");
-  EXPECT_EQ(read_bytes(dir / "again.model"), read_bytes(*model_));
+  EXPECT_EQ(read_file(dir / "again.model"), read_file(*model_));
 }
 
 TEST_F(VocabTest, SampledTrainingIsSeededAndReproducible) {
@@ -173,8 +173,8 @@ TEST_F(VocabTest, SampledTrainingIsSeededAndReproducible) {
   train_vocab({*src_, *tgt_}, 64, dir / "b.model", seven);
   train_vocab({*src_, *tgt_}, 64, dir / "c.model", {.seed = 8, .max_sentences = 120});
   EXPECT_EQ(r.sentences, 120);
-  EXPECT_EQ(read_bytes(dir / "a.model"), read_bytes(dir / "b.model"));
-  EXPECT_NE(read_bytes(dir / "a.model"), read_bytes(dir / "c.model"));
+  EXPECT_EQ(read_file(dir / "a.model"), read_file(dir / "b.model"));
+  EXPECT_NE(read_file(dir / "a.model"), read_file(dir / "c.model"));
 }
 
 TEST_F(VocabTest, ReportCountsSentencesPerFile) {
@@ -229,7 +229,7 @@ TEST(VocabTrain, BlankAndOverlongLinesAreLeftOutAndCounted) {
   EXPECT_EQ(r.files.at(0).kept, 103);  // read as valid lines; only the vocabulary leaves them out
   // The vocabulary is exactly the one of the text without those lines.
   train_vocab({write_file(dir / "clean.en", text)}, 48, dir / "clean.model");
-  EXPECT_EQ(read_bytes(dir / "hostile.model"), read_bytes(dir / "clean.model"));
+  EXPECT_EQ(read_file(dir / "hostile.model"), read_file(dir / "clean.model"));
   // The limit is an option.
   const VocabTrainReport small =
       train_vocab({hostile}, 48, dir / "small.model", {.max_sentence_bytes = 40});

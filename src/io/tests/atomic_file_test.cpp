@@ -18,8 +18,7 @@ namespace qkv::io {
 namespace {
 
 using test::ScratchDir;
-using test::slurp;
-using test::throws_with;
+using test::throws_exactly;
 using test::to_bytes;
 
 // A payload of `size` bytes that differs at every position mod 251.
@@ -33,18 +32,18 @@ TEST(AtomicFile, WritesTheBytesAndLeavesNoTemporaryFile) {
   ScratchDir dir;
   const std::string content = pattern(1000, 1);
   write_file_atomically(dir / "model.bin", to_bytes(content));
-  EXPECT_EQ(slurp(dir / "model.bin"), content);
+  EXPECT_EQ(::qkv::testing::read_file(dir / "model.bin"), content);
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"model.bin"});
 }
 
 TEST(AtomicFile, ReplacesAnExistingFileAndWritesEmptyFiles) {
   ScratchDir dir;
-  test::write_plain(dir / "f", "previous content");
+  ::qkv::testing::write_file(dir / "f", "previous content");
   write_file_atomically(dir / "f", to_bytes("new"));
-  EXPECT_EQ(slurp(dir / "f"), "new");
+  EXPECT_EQ(::qkv::testing::read_file(dir / "f"), "new");
   write_file_atomically(dir / "f", std::span<const std::byte>());
   EXPECT_TRUE(std::filesystem::exists(dir / "f"));
-  EXPECT_EQ(slurp(dir / "f"), "");
+  EXPECT_EQ(::qkv::testing::read_file(dir / "f"), "");
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"f"});
 }
 
@@ -62,7 +61,7 @@ TEST(AtomicFile, WriterGathersSmallWritesAndPassesLargeOnes) {
   for (int i = 0; i < 50; ++i) expected += small;
   expected += large + small;
   EXPECT_EQ(reported, expected.size());
-  EXPECT_EQ(slurp(dir / "f"), expected);
+  EXPECT_EQ(::qkv::testing::read_file(dir / "f"), expected);
 }
 
 TEST(AtomicFile, RetriesShortWritesAndEintr) {
@@ -72,7 +71,7 @@ TEST(AtomicFile, RetriesShortWritesAndEintr) {
     testing::ShortWrites short_writes(333);  // 31 partial writes, each after an EINTR
     write_file_atomically(dir / "f", to_bytes(content));
   }
-  EXPECT_EQ(slurp(dir / "f"), content);
+  EXPECT_EQ(::qkv::testing::read_file(dir / "f"), content);
 }
 
 // One attempted save under FailNthWrite(n).
@@ -113,17 +112,17 @@ std::vector<Attempt> fail_every_step(const ScratchDir& dir, const std::string& c
     }
     if (!triggered) {
       EXPECT_FALSE(a.threw) << a.message;
-      EXPECT_EQ(slurp(path), content);
+      EXPECT_EQ(::qkv::testing::read_file(path), content);
       break;
     }
-    a.content = std::filesystem::exists(path) ? slurp(path) : "<missing>";
+    a.content = std::filesystem::exists(path) ? ::qkv::testing::read_file(path) : "<missing>";
     a.entries = dir.entries();
     failed.push_back(a);
     // Put the previous state back for the next attempt.
     if (previous == "<missing>") {
       std::filesystem::remove(path);
     } else {
-      test::write_plain(path, previous);
+      ::qkv::testing::write_file(path, previous);
     }
   }
   return failed;
@@ -132,7 +131,7 @@ std::vector<Attempt> fail_every_step(const ScratchDir& dir, const std::string& c
 TEST(AtomicFile, PreviousFileSurvivesAFailureAtEveryStep) {
   ScratchDir dir;
   const std::string previous = pattern(5000, 5), content = pattern(5 << 19, 6);
-  test::write_plain(dir / "model.bin", previous);
+  ::qkv::testing::write_file(dir / "model.bin", previous);
   const std::vector<Attempt> failed = fail_every_step(dir, content, previous);
   // open, >= 4 writes (100 bytes, then 1 MiB pieces), fsync, close, rename, open dir,
   // fsync dir.
@@ -169,21 +168,21 @@ TEST(AtomicFile, NoFileAppearsWhenTheFirstSaveFails) {
 
 TEST(AtomicFile, ExceptionFromTheCallbackKeepsThePreviousFile) {
   ScratchDir dir;
-  test::write_plain(dir / "f", "previous");
+  ::qkv::testing::write_file(dir / "f", "previous");
   EXPECT_THROW(write_file_atomically(dir / "f",
                                      [](Writer& w) {
                                        w.write("partial", 7);
                                        throw std::runtime_error("serialisation failed");
                                      }),
                std::runtime_error);
-  EXPECT_EQ(slurp(dir / "f"), "previous");
+  EXPECT_EQ(::qkv::testing::read_file(dir / "f"), "previous");
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"f"});
 }
 
 TEST(AtomicFile, MissingDirectoryRaisesIoErrorNamingIt) {
   ScratchDir dir;
   const auto missing = dir / "no_such_dir";
-  EXPECT_TRUE(throws_with<IoError>(
+  EXPECT_TRUE(throws_exactly<IoError>(
       [&] { write_file_atomically(missing / "f", to_bytes("x")); },
       {"cannot write '" + (missing / "f").string() + "'", "in directory '" + missing.string() + "'",
        "No such file or directory"}));
@@ -193,14 +192,14 @@ TEST(AtomicFile, UnwritableDirectoryRaisesIoErrorNamingIt) {
   ScratchDir dir;
   const auto locked = dir / "locked";
   std::filesystem::create_directory(locked);
-  test::write_plain(locked / "f", "previous");
+  ::qkv::testing::write_file(locked / "f", "previous");
   ASSERT_EQ(::chmod(locked.c_str(), 0555), 0);
   const bool writable = ::access(locked.c_str(), W_OK) == 0;
   if (!writable) {
     EXPECT_TRUE(
-        throws_with<IoError>([&] { write_file_atomically(locked / "f", to_bytes("x")); },
-                             {"in directory '" + locked.string() + "'", "Permission denied"}));
-    EXPECT_EQ(slurp(locked / "f"), "previous");
+        throws_exactly<IoError>([&] { write_file_atomically(locked / "f", to_bytes("x")); },
+                                {"in directory '" + locked.string() + "'", "Permission denied"}));
+    EXPECT_EQ(::qkv::testing::read_file(locked / "f"), "previous");
   }
   ::chmod(locked.c_str(), 0755);  // so the scratch directory can be removed
   if (writable) GTEST_SKIP() << "permissions do not apply to this user (root?)";
@@ -209,8 +208,8 @@ TEST(AtomicFile, UnwritableDirectoryRaisesIoErrorNamingIt) {
 TEST(AtomicFile, TargetThatIsADirectoryRaisesIoError) {
   ScratchDir dir;
   std::filesystem::create_directory(dir / "d");
-  EXPECT_TRUE(throws_with<IoError>([&] { write_file_atomically(dir / "d", to_bytes("x")); },
-                                   {"renaming temporary file", (dir / "d").string()}));
+  EXPECT_TRUE(throws_exactly<IoError>([&] { write_file_atomically(dir / "d", to_bytes("x")); },
+                                      {"renaming temporary file", (dir / "d").string()}));
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"d"});
 }
 
@@ -218,7 +217,7 @@ TEST(AtomicFile, TargetThatIsADirectoryRaisesIoError) {
 // the untouched previous target; afterwards the content is as without the pause.
 TEST(AtomicFile, DelayBeforeRenameHoldsTheTemporaryFileAndChangesNothing) {
   ScratchDir dir;
-  test::write_plain(dir / "f", "previous");
+  ::qkv::testing::write_file(dir / "f", "previous");
   const std::string content = pattern(3000, 8);
   testing::DelayBeforeRename delay(std::chrono::milliseconds(300));
   std::atomic<bool> done{false};
@@ -234,12 +233,12 @@ TEST(AtomicFile, DelayBeforeRenameHoldsTheTemporaryFileAndChangesNothing) {
         std::filesystem::file_size(dir / entries[1], renamed_meanwhile) == content.size() &&
         !renamed_meanwhile) {
       seen_window = true;
-      EXPECT_EQ(slurp(dir / "f"), "previous");
+      EXPECT_EQ(::qkv::testing::read_file(dir / "f"), "previous");
     }
   }
   saver.join();
   EXPECT_TRUE(seen_window) << "the complete temporary file was never seen before the rename";
-  EXPECT_EQ(slurp(dir / "f"), content);
+  EXPECT_EQ(::qkv::testing::read_file(dir / "f"), content);
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"f"});
 }
 
@@ -257,9 +256,10 @@ TEST(AtomicFile, RemoveStaleTemporariesRemovesOnlyThoseOfGoneProcesses) {
   const std::vector<std::string> kept = {
       "f",      "f.tmp." + parent + ".1", "f.tmp.x.1", "f.tmp.12", "f.tmp.12.",
       "f.tmpx", "g.tmp." + gone + ".0"};
-  for (const std::string& name : kept) test::write_plain(dir / name, "x");
-  test::write_plain(dir / ("f.tmp." + gone + ".0"), "stale");
-  test::write_plain(dir / ("f.tmp." + self + ".3"), "stale");  // an earlier process, same pid
+  for (const std::string& name : kept) ::qkv::testing::write_file(dir / name, "x");
+  ::qkv::testing::write_file(dir / ("f.tmp." + gone + ".0"), "stale");
+  ::qkv::testing::write_file(dir / ("f.tmp." + self + ".3"),
+                             "stale");  // an earlier process, same pid
   EXPECT_EQ(remove_stale_temporaries(dir / "f"), 2);
   std::vector<std::string> expected = kept;
   std::sort(expected.begin(), expected.end());
@@ -277,7 +277,7 @@ TEST(AtomicFile, ConcurrentSavesToOnePathLeaveOneCompleteVersion) {
       for (int i = 0; i < 10; ++i) write_file_atomically(dir / "f", to_bytes(versions[size_t(t)]));
     });
   for (auto& th : threads) th.join();
-  const std::string final_content = slurp(dir / "f");
+  const std::string final_content = ::qkv::testing::read_file(dir / "f");
   EXPECT_NE(std::find(versions.begin(), versions.end(), final_content), versions.end());
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"f"});
 }

@@ -8,7 +8,7 @@
 namespace qkv::io {
 namespace {
 
-using test::throws_with;
+using test::throws_exactly;
 
 // The 8-byte little-endian length `n`, then `rest`.
 std::vector<std::byte> with_length(std::uint64_t n, std::string_view rest) {
@@ -26,7 +26,7 @@ std::vector<std::byte> file_with(std::string_view json, std::size_t data_size) {
 ::testing::AssertionResult rejects(const std::vector<std::byte>& bytes,
                                    std::vector<std::string> fragments) {
   fragments.push_back("safetensors file 'bad.safetensors': ");
-  return throws_with<IoError>([&] { parse_safetensors(bytes, "bad.safetensors"); }, fragments);
+  return throws_exactly<IoError>([&] { parse_safetensors(bytes, "bad.safetensors"); }, fragments);
 }
 
 // One valid entry "a": f32[2] at [0, 8).
@@ -227,8 +227,8 @@ TEST(SafetensorsMalformed, LoadFromDiskNamesThePath) {
   test::ScratchDir dir;
   const auto path = dir / "model.safetensors";
   const std::vector<std::byte> bytes = file_with("{" + std::string(kA) + "}", 4);
-  test::write_plain(path, test::to_string(bytes));
-  EXPECT_TRUE(throws_with<IoError>(
+  ::qkv::testing::write_file(path, test::to_string(bytes));
+  EXPECT_TRUE(throws_exactly<IoError>(
       [&] { load_safetensors(path); },
       {"safetensors file '" + path.string() + "'", "tensor \"a\"", "reach past the end"}));
 }

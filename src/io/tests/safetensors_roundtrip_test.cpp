@@ -12,7 +12,7 @@ namespace qkv::io {
 namespace {
 
 using test::ScratchDir;
-using test::throws_with;
+using test::throws_exactly;
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 // Same dtype, shape and bits (NaN payloads and -0.0 included).
@@ -72,8 +72,8 @@ TEST(Safetensors, SameInputGivesIdenticalBytes) {
   ScratchDir dir;
   save_safetensors(dir / "a", sample_tensors(), kMetadata);
   save_safetensors(dir / "b", sample_tensors(), kMetadata);
-  const std::string a = test::slurp(dir / "a");
-  EXPECT_EQ(a, test::slurp(dir / "b"));
+  const std::string a = ::qkv::testing::read_file(dir / "a");
+  EXPECT_EQ(a, ::qkv::testing::read_file(dir / "b"));
   EXPECT_EQ(a, test::to_string(serialize_safetensors(sample_tensors(), kMetadata)));
 }
 
@@ -167,27 +167,27 @@ TEST(Safetensors, SaveRejectsBadNamesAndTensors) {
   ScratchDir dir;
   const auto path = dir / "m.safetensors";
   const Tensor t = Tensor::zeros({2});
-  EXPECT_TRUE(throws_with<ValueError>(
+  EXPECT_TRUE(throws_exactly<ValueError>(
       [&] {
         save_safetensors(path, {{"a", t}, {"a", t}});
       },
       {"duplicate tensor name \"a\""}));
-  EXPECT_TRUE(throws_with<ValueError>(
+  EXPECT_TRUE(throws_exactly<ValueError>(
       [&] {
         save_safetensors(path, {{"__metadata__", t}});
       },
       {"\"__metadata__\" is reserved"}));
-  EXPECT_TRUE(throws_with<ValueError>(
+  EXPECT_TRUE(throws_exactly<ValueError>(
       [&] {
         save_safetensors(path, {{"u", Tensor()}});
       },
       {"tensor \"u\" is undefined"}));
-  EXPECT_TRUE(throws_with<ValueError>(
+  EXPECT_TRUE(throws_exactly<ValueError>(
       [&] {
         save_safetensors(path, {{"bad\xff", t}});
       },
       {"tensor name is not valid UTF-8"}));
-  EXPECT_TRUE(throws_with<ValueError>(
+  EXPECT_TRUE(throws_exactly<ValueError>(
       [&] {
         save_safetensors(path, {}, {{"k", "\xc0\xaf"}});
       },
@@ -212,10 +212,10 @@ TEST(Safetensors, FailedSaveKeepsThePreviousModel) {
 
 TEST(Safetensors, LoadNamesAMissingFileOrADirectory) {
   ScratchDir dir;
-  EXPECT_TRUE(throws_with<IoError>([&] { load_safetensors(dir / "absent.safetensors"); },
-                                   {(dir / "absent.safetensors").string(), "No such file"}));
-  EXPECT_TRUE(throws_with<IoError>([&] { load_safetensors(dir.path()); },
-                                   {dir.path().string(), "is a directory"}));
+  EXPECT_TRUE(throws_exactly<IoError>([&] { load_safetensors(dir / "absent.safetensors"); },
+                                      {(dir / "absent.safetensors").string(), "No such file"}));
+  EXPECT_TRUE(throws_exactly<IoError>([&] { load_safetensors(dir.path()); },
+                                      {dir.path().string(), "is a directory"}));
 }
 
 }  // namespace

@@ -22,8 +22,8 @@ TEST(SafetensorsTruncation, EveryPrefixRaisesIoError) {
   ASSERT_NO_THROW(parse_safetensors(file));
   for (std::size_t len = 0; len < file.size(); ++len) {
     const std::span<const std::byte> prefix(file.data(), len);
-    EXPECT_TRUE(test::throws_with<IoError>([&] { parse_safetensors(prefix, "cut"); },
-                                           {"safetensors file 'cut'"}))
+    EXPECT_TRUE(test::throws_exactly<IoError>([&] { parse_safetensors(prefix, "cut"); },
+                                              {"safetensors file 'cut'"}))
         << "truncated to " << len << " of " << file.size() << " bytes";
   }
 }
@@ -34,8 +34,8 @@ TEST(SafetensorsTruncation, EveryTruncatedFileOnDiskRaisesIoError) {
   for (std::size_t len = 0; len < file.size(); ++len) {
     // A new file each time: rewriting one with O_TRUNC makes ext4 flush it on close.
     const auto path = dir / ("cut" + std::to_string(len) + ".safetensors");
-    test::write_plain(path, test::to_string(file).substr(0, len));
-    EXPECT_TRUE(test::throws_with<IoError>([&] { load_safetensors(path); }, {path.string()}))
+    ::qkv::testing::write_file(path, test::to_string(file).substr(0, len));
+    EXPECT_TRUE(test::throws_exactly<IoError>([&] { load_safetensors(path); }, {path.string()}))
         << "truncated to " << len << " bytes";
   }
 }

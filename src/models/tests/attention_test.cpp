@@ -6,7 +6,7 @@
 #include "detail/rnn_layers.h"
 #include "model_test_util.h"
 #include "qkv/autograd/functions.h"
-#include "test_util.h"
+#include "qkv/testing/tensors.h"
 
 namespace qkv::models {
 namespace {

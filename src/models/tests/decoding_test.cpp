@@ -10,7 +10,7 @@
 #include "qkv/models/rnn_seq2seq.h"
 #include "qkv/models/transformer.h"
 #include "qkv/ops/sequence.h"
-#include "test_util.h"
+#include "qkv/testing/tensors.h"
 
 namespace qkv::models {
 namespace {

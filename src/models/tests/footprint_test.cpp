@@ -8,7 +8,7 @@
 
 #include "qkv/base/error.h"
 #include "qkv/models/seq2seq.h"
-#include "test_util.h"
+#include "qkv/testing/tensors.h"
 
 namespace qkv::models {
 namespace {

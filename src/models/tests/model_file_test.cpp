@@ -4,12 +4,12 @@
 #include "qkv/models/model_file.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 
 #include "model_test_util.h"
 #include "qkv/base/error.h"
+#include "qkv/testing/scratch_dir.h"
 
 namespace qkv::models {
 namespace {
@@ -18,13 +18,8 @@ namespace fs = std::filesystem;
 
 class ModelFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("qkv_model_file_test_" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  qkv::testing::ScratchDir scratch_{"qkv_model_file_test"};
+  fs::path dir_ = scratch_.path();
 };
 
 TEST_F(ModelFileTest, SavedModelsLoadBackBitExactlyWithTheirMetadata) {

@@ -14,7 +14,7 @@
 #include "qkv/attention/attention.h"
 #include "qkv/autograd/functions.h"
 #include "qkv/nn/linear.h"
-#include "test_util.h"
+#include "qkv/testing/tensors.h"
 
 namespace qkv::models {
 namespace {

@@ -5,7 +5,7 @@
 #include "model_test_util.h"
 #include "qkv/autograd/variable.h"
 #include "qkv/ops/sequence.h"
-#include "test_util.h"
+#include "qkv/testing/tensors.h"
 
 namespace qkv::models {
 namespace {

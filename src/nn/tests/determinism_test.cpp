@@ -5,7 +5,7 @@
 #include "qkv/autograd/functions.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/nn/recurrent.h"
-#include "test_util.h"
+#include "qkv/testing/tensors.h"
 
 namespace qkv::nn {
 namespace {

@@ -9,7 +9,7 @@
 #include "qkv/nn/layer_norm.h"
 #include "qkv/nn/linear.h"
 #include "qkv/nn/positions.h"
-#include "test_util.h"
+#include "qkv/testing/tensors.h"
 
 namespace qkv::nn {
 namespace {

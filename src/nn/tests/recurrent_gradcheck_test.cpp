@@ -4,7 +4,7 @@
 #include "qkv/autograd/functions.h"
 #include "qkv/autograd/gradcheck.h"
 #include "qkv/nn/recurrent.h"
-#include "test_util.h"
+#include "qkv/testing/tensors.h"
 
 namespace qkv::nn {
 namespace {

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "qkv/autograd/functions.h"
-#include "test_util.h"
+#include "qkv/testing/tensors.h"
 
 namespace qkv::nn {
 namespace {

@@ -16,7 +16,7 @@
 #include "qkv/ops/reduce.h"
 #include "qkv/ops/shape_ops.h"
 #include "qkv/ops/softmax.h"
-#include "test_util.h"
+#include "qkv/testing/tensors.h"
 
 namespace qkv::testing {
 namespace {

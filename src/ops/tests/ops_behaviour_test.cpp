@@ -8,7 +8,7 @@
 #include "qkv/ops/normalize.h"
 #include "qkv/ops/reduce.h"
 #include "qkv/ops/softmax.h"
-#include "test_util.h"
+#include "qkv/testing/tensors.h"
 
 namespace qkv::testing {
 namespace {

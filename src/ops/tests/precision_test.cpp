@@ -2,7 +2,7 @@
 // within float tolerance, on every SIMD target this CPU can run.
 #include "op_cases.h"
 #include "qkv/kernels/dispatch.h"
-#include "test_util.h"
+#include "qkv/testing/tensors.h"
 
 namespace qkv::testing {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "qkv/ops/recurrent.h"
 #include "qkv/ops/sequence.h"
-#include "test_util.h"
+#include "qkv/testing/tensors.h"
 
 namespace qkv::testing {
 namespace {

@@ -3,7 +3,7 @@
 #include "op_cases.h"
 #include "qkv/ops/matmul.h"
 #include "qkv/ops/shape_ops.h"
-#include "test_util.h"
+#include "qkv/testing/tensors.h"
 
 namespace qkv::testing {
 namespace {

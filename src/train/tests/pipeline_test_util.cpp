@@ -1,24 +1,10 @@
 #include "pipeline_test_util.h"
 
-#include <unistd.h>
-
-#include <fstream>
-
 #include "qkv/base/rng.h"
 #include "qkv/data/parallel_corpus.h"
 #include "qkv/data/vocab.h"
 
 namespace qkv::train::testing {
-
-std::filesystem::path test_dir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "qkv_train_test" /
-                              (std::string(info->test_suite_name()) + "." + info->name() + "." +
-                               std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
 
 TinyCorpus tiny_corpus(int pairs, uint64_t seed) {
   static const std::vector<std::string> kSource = {"red",  "blue", "dog", "cat",   "man",  "girl",
@@ -41,12 +27,6 @@ TinyCorpus tiny_corpus(int pairs, uint64_t seed) {
     c.target.push_back(tgt);
   }
   return c;
-}
-
-void write_lines(const std::filesystem::path& path, const std::vector<std::string>& lines) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  for (const std::string& line : lines) out << line << '\n';
-  EXPECT_TRUE(out.good()) << path;
 }
 
 TrainingData tiny_task(const std::filesystem::path& dir, int train_pairs, int vocab_size) {

@@ -1,22 +1,25 @@
-// Helpers for the checkpoint and trainer tests: a per-test directory, a tiny synthetic
-// translation task (word-by-word "translation" with reversed order) with its own
-// SentencePiece vocabulary, tiny model configs, and typed-error checks.
+// Helpers for the checkpoint and trainer tests: a tiny synthetic translation task
+// (word-by-word "translation" with reversed order) with its own SentencePiece vocabulary,
+// tiny model configs; the per-test directory and typed-error checks of qkv_test_support.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "qkv/models/config.h"
+#include "qkv/testing/expect_error.h"
+#include "qkv/testing/files.h"
+#include "qkv/testing/scratch_dir.h"
 #include "qkv/train/trainer.h"
 
 namespace qkv::train::testing {
 
-// A fresh directory under gtest's TempDir, named after the running test and the process.
-std::filesystem::path test_dir();
+using qkv::testing::test_dir;
+using qkv::testing::throws_with;
+using qkv::testing::write_lines;
 
 // `pairs` source/target lines: 2..6 words from a 12-word source lexicon; the target is the
 // word-by-word translation in reverse order. Deterministic in `seed`.
@@ -24,7 +27,6 @@ struct TinyCorpus {
   std::vector<std::string> source, target;
 };
 TinyCorpus tiny_corpus(int pairs, uint64_t seed);
-void write_lines(const std::filesystem::path& path, const std::vector<std::string>& lines);
 
 // Writes a tiny corpus (train: `train_pairs`, valid: 12 pairs), trains a vocabulary of
 // `vocab_size` on it and returns everything a Trainer needs.
@@ -40,23 +42,5 @@ TrainerOptions tiny_options(const std::filesystem::path& dir, int64_t updates);
 
 // The parameter arena as floats.
 std::vector<float> parameter_values(const models::Seq2Seq& model);
-
-// Success iff fn throws E whose message contains every fragment.
-template <class E>
-::testing::AssertionResult throws_with(const std::function<void()>& fn,
-                                       const std::vector<std::string>& fragments) {
-  try {
-    fn();
-  } catch (const E& e) {
-    const std::string what = e.what();
-    for (const std::string& f : fragments)
-      if (what.find(f) == std::string::npos)
-        return ::testing::AssertionFailure() << "message \"" << what << "\" lacks \"" << f << "\"";
-    return ::testing::AssertionSuccess();
-  } catch (const std::exception& e) {
-    return ::testing::AssertionFailure() << "wrong exception type: " << e.what();
-  }
-  return ::testing::AssertionFailure() << "no exception";
-}
 
 }  // namespace qkv::train::testing

@@ -2,13 +2,13 @@
 // replaced through a temporary file.
 #include <gtest/gtest.h>
 #include <png.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 
 #include "qkv/base/error.h"
+#include "qkv/testing/scratch_dir.h"
 #include "qkv/viz/heatmap.h"
 
 namespace qkv::viz {
@@ -53,15 +53,8 @@ std::vector<uint8_t> read_all(const fs::path& path) {
 
 class PngFiles : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("qkv_viz_png_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  qkv::testing::ScratchDir scratch_{"qkv_viz_png"};
+  fs::path dir_ = scratch_.path();
 };
 
 TEST(Png, GrayscaleSizeAndPixels) {
