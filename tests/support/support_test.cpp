@@ -5,12 +5,14 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <sstream>
 
 #include "qkv/base/error.h"
 #include "qkv/testing/expect_error.h"
 #include "qkv/testing/files.h"
 #include "qkv/testing/scratch_dir.h"
 #include "qkv/testing/tensors.h"
+#include "qkv/testing/tiny_corpus.h"
 
 namespace qkv::testing {
 namespace {
@@ -93,6 +95,35 @@ TEST(Tensors, AllCloseUsesBothTolerancesAndStridedCopiesKeepValues) {
   EXPECT_FALSE(s.view.is_contiguous());
   EXPECT_TRUE(bitwise_equal(s.view, x));
   EXPECT_EQ(values_of(s.view), values_of(x));
+}
+
+TEST(TinyCorpus, TargetIsTheWordByWordTranslationReversedAndTheShapeHolds) {
+  const TinyCorpus c = tiny_corpus(200, 3, {.words = 10, .min_length = 2, .length_spread = 7});
+  ASSERT_EQ(c.source.size(), 200u);
+  ASSERT_EQ(c.target.size(), 200u);
+  const auto words_of = [](const std::string& line) {
+    std::vector<std::string> w;
+    std::istringstream in(line);
+    for (std::string x; in >> x;) w.push_back(x);
+    return w;
+  };
+  size_t shortest = 99, longest = 0;
+  for (size_t i = 0; i < c.source.size(); ++i) {
+    const auto s = words_of(c.source[i]), t = words_of(c.target[i]);
+    ASSERT_EQ(s.size(), t.size());
+    shortest = std::min(shortest, s.size());
+    longest = std::max(longest, s.size());
+    for (const std::string& w : s) EXPECT_NE(w, "park");  // word 11: outside .words = 10
+    if (s.front() == "dog") {
+      EXPECT_EQ(t.back(), "hund") << c.source[i];
+    }
+  }
+  EXPECT_EQ(shortest, 2u);
+  EXPECT_EQ(longest, 8u);
+  EXPECT_EQ(tiny_corpus(200, 3, {.words = 10, .length_spread = 7}).source, c.source);
+  EXPECT_NE(tiny_corpus(200, 4, {.words = 10, .length_spread = 7}).source, c.source);
+  EXPECT_NE(tiny_corpus(200, 3, {.words = 10, .length_spread = 7, .rng_stream = 5}).source,
+            c.source);
 }
 
 }  // namespace

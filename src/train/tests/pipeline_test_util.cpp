@@ -1,32 +1,12 @@
 #include "pipeline_test_util.h"
 
-#include "qkv/base/rng.h"
 #include "qkv/data/parallel_corpus.h"
 #include "qkv/data/vocab.h"
 
 namespace qkv::train::testing {
 
 TinyCorpus tiny_corpus(int pairs, uint64_t seed) {
-  static const std::vector<std::string> kSource = {"red",  "blue", "dog", "cat",   "man",  "girl",
-                                                   "runs", "sits", "big", "small", "park", "ball"};
-  static const std::vector<std::string> kTarget = {"rot",   "blau",  "hund",  "katze",
-                                                   "mann",  "kind",  "lauft", "sitzt",
-                                                   "gross", "klein", "platz", "ball"};
-  Rng rng(seed, 5);
-  TinyCorpus c;
-  for (int i = 0; i < pairs; ++i) {
-    const uint64_t n = 2 + rng.uniform_int(5);
-    std::vector<uint64_t> words;
-    for (uint64_t j = 0; j < n; ++j) words.push_back(rng.uniform_int(kSource.size()));
-    std::string src, tgt;
-    for (uint64_t j = 0; j < n; ++j) {
-      src += (j ? " " : "") + kSource[words[j]];
-      tgt += (j ? " " : "") + kTarget[words[n - 1 - j]];
-    }
-    c.source.push_back(src);
-    c.target.push_back(tgt);
-  }
-  return c;
+  return qkv::testing::tiny_corpus(pairs, seed, {.rng_stream = 5});
 }
 
 TrainingData tiny_task(const std::filesystem::path& dir, int train_pairs, int vocab_size) {

@@ -13,6 +13,7 @@
 #include "qkv/testing/expect_error.h"
 #include "qkv/testing/files.h"
 #include "qkv/testing/scratch_dir.h"
+#include "qkv/testing/tiny_corpus.h"
 #include "qkv/train/trainer.h"
 
 namespace qkv::train::testing {
@@ -21,11 +22,9 @@ using qkv::testing::test_dir;
 using qkv::testing::throws_with;
 using qkv::testing::write_lines;
 
-// `pairs` source/target lines: 2..6 words from a 12-word source lexicon; the target is the
-// word-by-word translation in reverse order. Deterministic in `seed`.
-struct TinyCorpus {
-  std::vector<std::string> source, target;
-};
+using qkv::testing::TinyCorpus;
+// qkv_test_support's tiny task with 2..6 words from the 12-word lexicon, as the trainer
+// tests' expected results were written for. Deterministic in `seed`.
 TinyCorpus tiny_corpus(int pairs, uint64_t seed);
 
 // Writes a tiny corpus (train: `train_pairs`, valid: 12 pairs), trains a vocabulary of
