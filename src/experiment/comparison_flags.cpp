@@ -1,6 +1,7 @@
 #include "qkv/experiment/comparison_flags.h"
 
 #include "qkv/base/error.h"
+#include "qkv/cli/common_options.h"
 #include "qkv/experiment/train_flags.h"
 
 namespace qkv::experiment {
@@ -20,11 +21,8 @@ void declare_comparison_options(cli::OptionSet& o) {
       .metavar("DIR");
   o.add_switch("report", "Also write DIR/report.html (what `qkv report --compare DIR` writes).");
   o.add_string("title", d.title, "Title of the report.");
-  o.add_int("beam-size", d.search.beam_size, "Beam size for the test set (1: greedy search).")
-      .range(1, 1000);
-  o.add_double("normalize", d.search.normalize, "Length normalisation α of beam search.")
-      .range(0, 10);
-  o.add_int("mini-batch", d.search.mini_batch, "Test sentences decoded together.").range(1, 100000);
+  cli::add_search_options(o, 0);  // the test set's search: no --max-length-factor
+  cli::add_mini_batch_option(o);
   o.add_int("samples", d.samples,
             "Test sentences whose attention the report shows, per variant with attention.")
       .range(0, 100);
@@ -78,8 +76,9 @@ ComparisonSpec comparison_spec_from(const cli::ParsedOptions& p, std::string com
   s.model = model_settings_from(p);
   s.train = train_settings_from(p);
   if (!p.is_set("after")) s.train.after = kDefaultComparisonBudget;
-  s.search = {.beam_size = p.get<int64_t>("beam-size"),
-              .normalize = p.get<double>("normalize"),
+  const cli::SearchValues search = cli::search_values(p);
+  s.search = {.beam_size = search.beam_size,
+              .normalize = search.normalize,
               .mini_batch = p.get<int64_t>("mini-batch")};
   s.samples = p.get<int64_t>("samples");
   s.bootstrap = p.get<int64_t>("bootstrap");

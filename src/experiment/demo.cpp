@@ -43,6 +43,7 @@ ComparisonSpec demo_spec(const DemoSettings& demo) {
   s.overwrite = true;
   s.title = "qkv demo: Multi30k English to German, three systems";
   s.search.beam_size = demo.beam_size;
+  s.search.normalize = demo.normalize;
 
   const double setup = demo.max_sentences > 0 ? 2 : kSetupSeconds;
   const double per_model = std::max(5.0, (demo.minutes * 60 * kTrainShare - setup) / kModels);

@@ -5,6 +5,7 @@
 
 #include "qkv/base/error.h"
 #include "qkv/cli/budget.h"
+#include "qkv/cli/common_options.h"
 #include "qkv/cli/field_names.h"
 
 namespace qkv::experiment {
@@ -101,8 +102,7 @@ void declare_training(cli::OptionSet& o) {
       .range(0, 1e9);
   o.add_int("seed", d.seed, "Seed of the initial weights, dropout and batch order.")
       .range(0, 9.0e18);
-  o.add_int("threads", d.threads, "Worker threads (0: QKV_NUM_THREADS or all cores).")
-      .range(0, 256);
+  cli::add_threads_option(o);
   o.add_int("accumulate", d.accumulate,
             "Micro-batches (of --mini-batch-words each) whose gradients are summed before one "
             "optimizer step, per rank (Marian's --optimizer-delay); the update's loss is the "

@@ -4,6 +4,7 @@
 
 #include "command.h"
 #include "experiment_commands.h"
+#include "qkv/cli/common_options.h"
 #include "qkv/cli/field_names.h"
 #include "qkv/cli/options.h"
 #include "qkv/experiment/demo.h"
@@ -31,9 +32,10 @@ cli::OptionSet demo_options() {
   o.add_int("max-sentences", d.max_sentences,
             "Use only the first N training and test pairs (0: all): for smoke tests.")
       .range(0, 1e12);
+  // 2, not the other commands' 0 (all cores): the budget's split is timed on 2 cores.
   o.add_int("threads", d.threads, "Worker threads (0: QKV_NUM_THREADS or all cores).")
       .range(0, 256);
-  o.add_int("beam-size", d.beam_size, "Beam size for the test set (1: greedy).").range(1, 1000);
+  cli::add_search_options(o, 0);  // the test set's search: no --max-length-factor
   return o;
 }
 
@@ -43,7 +45,8 @@ experiment::DemoSettings demo_settings(const cli::ParsedOptions& p) {
           .data = p.get<fs::path>("data"),
           .max_sentences = p.get<int64_t>("max-sentences"),
           .threads = p.get<int64_t>("threads"),
-          .beam_size = p.get<int64_t>("beam-size")};
+          .beam_size = cli::search_values(p).beam_size,
+          .normalize = cli::search_values(p).normalize};
 }
 
 void announce(const experiment::DemoSettings& d, const experiment::ComparisonSpec& spec) {

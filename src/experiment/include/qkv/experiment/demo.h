@@ -26,7 +26,8 @@ struct DemoSettings {
   std::filesystem::path data;
   int64_t max_sentences = 0;  // > 0: only the first N training and test pairs
   int64_t threads = 2;
-  int64_t beam_size = 5;
+  int64_t beam_size = 5;  // the test set's search
+  double normalize = 0.6;
   friend bool operator==(const DemoSettings&, const DemoSettings&) = default;
 };
 
