@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "qkv/base/field_error.h"
@@ -131,6 +132,12 @@ TEST(ComparisonFlags, GiveTheSpecBuiltInCxx) {
   expected.bootstrap = 0;
   expected.vocab = fs::path("v.spm");
   EXPECT_TRUE(spec_from(args) == expected);
+  // The search group's short form works here as in translate.
+  args.insert(args.end(), {"-b", "7"});
+  args.erase(std::find(args.begin(), args.end(), "--beam-size"),
+             std::find(args.begin(), args.end(), "--beam-size") + 2);
+  expected.search.beam_size = 7;
+  EXPECT_TRUE(spec_from(args) == expected);
 }
 
 TEST(ComparisonFlags, RefuseWhatCompareSetsPerVariant) {
@@ -234,6 +241,13 @@ TEST_F(DemoSpec, HasTheDocumentedSettings) {
   EXPECT_TRUE(s.overwrite);
   EXPECT_EQ(s.out, fs::path("qkv-demo"));
   EXPECT_NO_THROW(check(s));
+}
+
+TEST_F(DemoSpec, TakesTheSearchItIsGiven) {
+  const ComparisonSpec s = demo_spec({.data = dir_, .beam_size = 1, .normalize = 1.0});
+  EXPECT_TRUE(s.search == (SearchSettings{.beam_size = 1, .normalize = 1.0}));
+  // Its defaults are compare's: the same search, whichever command runs it.
+  EXPECT_TRUE(demo_spec({.data = dir_}).search == ComparisonSpec{}.search);
 }
 
 TEST_F(DemoSpec, ASmokeTestShrinksTheVocabularyAndTheSetup) {
