@@ -15,13 +15,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::pair<fs::path, fs::path> pair_of(const cli::ParsedOptions& p, const char* flag) {
-  const std::vector<std::string>& files = p.get_list(flag);
-  QKV_CHECK(files.size() == 2, ConfigError, "--", flag,
-            " takes two files (source and target), got ", files.size());
-  return {files[0], files[1]};
-}
-
 std::string read_bytes(const fs::path& path) {
   const std::vector<std::byte> b = io::read_file(path, uint64_t{1} << 30);
   return {reinterpret_cast<const char*>(b.data()), b.size()};
@@ -41,7 +34,7 @@ data::Vocab vocabulary(const cli::ParsedOptions& p, const fs::path& dir, bool re
     return v;
   }
   if (p.has("vocab")) return data::Vocab::load(p.get<fs::path>("vocab"));
-  const auto [src, tgt] = pair_of(p, "train-sets");
+  const auto [src, tgt] = corpus_files_from(p, "train-sets");
   // train_vocab logs what it trained on.
   data::train_vocab({src, tgt}, int32_t(p.get<int64_t>("vocab-size")), in_dir,
                     {.seed = uint32_t(p.get<int64_t>("seed")), .read = read});
@@ -51,7 +44,7 @@ data::Vocab vocabulary(const cli::ParsedOptions& p, const fs::path& dir, bool re
 train::TrainingData load_data(const cli::ParsedOptions& p, data::Vocab vocab,
                               const data::TextReadOptions& read, std::ostream* log) {
   train::TrainingData d{.vocab = std::move(vocab)};
-  const auto [src, tgt] = pair_of(p, "train-sets");
+  const auto [src, tgt] = corpus_files_from(p, "train-sets");
   d.train = std::make_shared<data::TokenizedCorpus>(
       data::tokenize(data::read_parallel_corpus(src, tgt, read), d.vocab));
   // Empty files, or every line skipped: name the files (the batcher could only name
@@ -60,7 +53,7 @@ train::TrainingData load_data(const cli::ParsedOptions& p, data::Vocab vocab,
             tgt.string(), ": ", d.train->stats.describe(),
             "; give files with one sentence per line, aligned line by line");
   if (!p.get_list("valid-sets").empty()) {
-    const auto [vsrc, vtgt] = pair_of(p, "valid-sets");
+    const auto [vsrc, vtgt] = corpus_files_from(p, "valid-sets");
     d.valid = train::make_validation_set(data::read_parallel_corpus(vsrc, vtgt, read), d.vocab);
     if (log) *log << "validation data: " << d.valid->corpus->stats.describe() << "\n";
   }
@@ -112,8 +105,8 @@ train::TrainSummary run_training_session(const cli::ParsedOptions& p, const Trai
   if (p.get<int64_t>("threads") > 0) set_num_threads(int(p.get<int64_t>("threads")));
   // Every flag is checked before any work (a vocabulary can take minutes to train).
   train::TrainerOptions options = trainer_options_from(p);
-  pair_of(p, "train-sets");
-  if (!p.get_list("valid-sets").empty()) pair_of(p, "valid-sets");
+  corpus_files_from(p, "train-sets");
+  if (!p.get_list("valid-sets").empty()) corpus_files_from(p, "valid-sets");
   if (!p.get<bool>("resume") || model_flags_given(p))
     model_config_from(p, std::max<int64_t>(p.get<int64_t>("vocab-size"), 5));
   const std::shared_ptr<train::GradientExchange> exchange =

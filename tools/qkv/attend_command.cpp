@@ -8,7 +8,7 @@
 #include "decode_commands.h"
 #include "decode_support.h"
 #include "qkv/base/plural.h"
-#include "qkv/base/thread_pool.h"
+#include "qkv/cli/common_options.h"
 #include "qkv/cli/options.h"
 #include "qkv/cli/progress.h"
 #include "qkv/decode/alignment.h"
@@ -58,19 +58,15 @@ cli::OptionSet attend_options() {
                   "(0-based, last, or all).");
   o.add_validated("head", "avg", spec_validator("avg"),
                   "Transformer: the attention head shown (0-based, avg: their mean, or all).");
-  o.add_int("beam-size", 5, "Hypotheses kept per sentence (1: greedy).").alias('b').range(1, 1000);
-  o.add_double("normalize", 0.6, "Length normalisation α of the search.").range(0, 10);
   // A heatmap is for reading: at most 1000 source tokens and 3 × that + 5 target tokens,
   // about 3·10^6 cells (an SVG of ~170 bytes a cell: 0.5 GB at the extremes, measured
-  // 118 MB and 2.6 s for 591 × 1187 cells; the defaults stay below 21000 cells).
-  o.add_double("max-length-factor", 2, "A translation has at most factor × source tokens + 5.")
-      .range(0, 3);
-  o.add_int("max-length", 100,
-            "Input lines with more subword tokens are skipped (a warning and an empty line).")
-      .range(1, 1000);
+  // 118 MB and 2.6 s for 591 × 1187 cells). The length limit is translate's, so attend
+  // shows every line translate translates (the default 1000 used to be 100 here).
+  cli::add_search_options(o, 3);
+  cli::add_max_length_option(o, 1000);
   o.add_int("width", 100, "Terminal columns for the heatmap (0: unlimited).").range(0, 100000);
   o.add_switch("color", "Colour the terminal heatmap (ANSI 256 colours) instead of shading it.");
-  o.add_int("threads", 0, "Worker threads (0: QKV_NUM_THREADS or all cores).").range(0, 256);
+  cli::add_threads_option(o);
   cli::add_progress_option(o);
   return o;
 }
@@ -143,8 +139,9 @@ void make_dir(const cli::ParsedOptions& p, const char* flag) {
 // The search attend runs: one sentence at a time, scores kept (the EOS step's row).
 decode::TranslateOptions attend_search(const cli::ParsedOptions& p) {
   decode::TranslateOptions o;
-  o.search.beam_size = p.get<int64_t>("beam-size");
-  o.search.normalize = p.get<double>("normalize");
+  const cli::SearchValues search = cli::search_values(p);
+  o.search.beam_size = search.beam_size;
+  o.search.normalize = search.normalize;
   o.search.max_length_factor = p.get<double>("max-length-factor");
   o.max_length = p.get<int64_t>("max-length");
   o.mini_batch = 1;
@@ -200,7 +197,7 @@ std::optional<std::string> skip_message(const cli::ParsedOptions& p, const model
 }
 
 int attend(const cli::ParsedOptions& p) {
-  if (p.get<int64_t>("threads") > 0) set_num_threads(int(p.get<int64_t>("threads")));
+  cli::apply_threads_option(p);
   QKV_CHECK(!(p.get<bool>("pieces") && p.get<bool>("merge-subwords")), ConfigError,
             "--pieces and --merge-subwords ask for opposite things: give one (words are the "
             "default)");

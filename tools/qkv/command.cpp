@@ -6,6 +6,7 @@
 #include <string>
 
 #include "qkv/base/error.h"
+#include "qkv/cli/field_names.h"
 
 namespace qkv::tool {
 namespace {
@@ -27,6 +28,10 @@ int report(std::string_view command, std::string_view message, int code) {
 int run_guarded(std::string_view command, const std::function<int()>& body) {
   try {
     return body();
+  } catch (const FieldError& e) {  // the library names option fields; users know flags
+    return report(command, cli::flag_message(e), kExitUsage);
+  } catch (const FieldIoError& e) {
+    return report(command, cli::flag_message(e), kExitRuntime);
   } catch (const ConfigError& e) {
     return report(command, e.what(), kExitUsage);
   } catch (const InternalError& e) {

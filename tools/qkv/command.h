@@ -12,7 +12,8 @@ inline constexpr int kExitUsage = 2;    // a flag, a config file, an inconsisten
 
 // Runs `body`; every exception becomes one line "qkv <command>: error: <message>" on
 // stderr and an exit code: kExitUsage for qkv::ConfigError (a flag or setting is wrong),
-// kExitRuntime for any other error. Nothing escapes (no abort, no stack trace).
+// kExitRuntime for any other error. Nothing escapes (no abort, no stack trace). A field
+// error of the library (qkv/base/field_error.h) is shown naming the flags of its fields.
 int run_guarded(std::string_view command, const std::function<int()>& body);
 
 // argv[0] is the subcommand's name ("vocab", "train"), as OptionSet::parse expects.

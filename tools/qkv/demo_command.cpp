@@ -1,117 +1,62 @@
-// qkv demo: the README's main job. On Multi30k En->De (shipped in data/multi30k), trains
-// the RNN without attention, the RNN with Bahdanau attention and a Transformer within one
-// time budget, translates the test set with each, prints the comparison table and writes
-// the HTML report: `qkv compare` with settings chosen to fit the budget on 2 cores.
-#include <cmath>
+// qkv demo: the README's main job, `qkv compare` with the settings of experiment/demo.h:
+// on Multi30k En->De, three systems within one time budget, the table and the report.
 #include <iostream>
 
 #include "command.h"
 #include "experiment_commands.h"
-#include "qkv/base/error.h"
+#include "qkv/cli/common_options.h"
+#include "qkv/cli/field_names.h"
 #include "qkv/cli/options.h"
+#include "qkv/experiment/demo.h"
 
 namespace qkv::tool {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kVariants = "rnn:none,rnn:additive,transformer";
-constexpr int kModels = 3;
-// Share of the budget spent training; the rest goes to the vocabulary, reading the data,
-// translating the test set three times and the report: on a 2-core VM about 15 s plus
-// 2-10 s per model for the 1000 test sentences (beam 5).
-constexpr double kTrainShare = 0.9;
-constexpr double kSetupSeconds = 20;  // vocabulary + tokenising 29k pairs
-
-// The demo's model and training settings. Small models (128-wide, a 4000-piece vocabulary)
-// so that in ~4.4 minutes on 2 cores an RNN sees the training data about three times and
-// the 3-layer Transformer about once; so short a run underfits, hence no dropout, a
-// constant learning rate after a short warmup, and 2048-token batches for more updates.
-const std::vector<std::string> kTrainFlags = {
-    "--vocab-size", "4000",  "--dim-emb",     "128",      "--dim-rnn",          "128",
-    "--dim-ffn",    "512",   "--heads",       "4",        "--mini-batch-words", "2048",
-    "--learn-rate", "0.002", "--lr-schedule", "constant", "--warmup",           "100",
-    "--dropout",    "0",     "--disp-freq",   "25",       "--save-freq",        "0",
-    "--valid-freq", "0"};
-
 cli::OptionSet demo_options() {
+  const experiment::DemoSettings d;
   cli::OptionSet o;
-  o.add_double("minutes", 15,
+  o.add_double("minutes", d.minutes,
                "Total time budget in minutes: 90% trains the three models (a third "
                "each), the rest builds the vocabulary, translates the test set and writes the "
                "report.")
       .range(0.1, 100000);
-  o.add_path("out", "qkv-demo",
+  o.add_path("out", d.out.string(),
              "Directory for the results (replaced if it holds an earlier demo): report.html, "
              "compare.csv, compare.json, bleu_by_length.svg, models/, hyps/.")
       .metavar("DIR");
   o.add_path("data", QKV_DEMO_DATA_DIR,
              "Multi30k directory with train, val and test_2016_flickr .en.gz/.de.gz files.")
       .metavar("DIR");
-  o.add_int("max-sentences", 0,
+  o.add_int("max-sentences", d.max_sentences,
             "Use only the first N training and test pairs (0: all): for smoke tests.")
       .range(0, 1e12);
-  o.add_int("threads", 2, "Worker threads (0: QKV_NUM_THREADS or all cores).").range(0, 256);
-  o.add_int("beam-size", 5, "Beam size for the test set (1: greedy).").range(1, 1000);
+  // 2, not the other commands' 0 (all cores): the budget's split is timed on 2 cores.
+  o.add_int("threads", d.threads, "Worker threads (0: QKV_NUM_THREADS or all cores).")
+      .range(0, 256);
+  cli::add_search_options(o, 0);  // the test set's search: no --max-length-factor
   return o;
 }
 
-fs::path corpus_file(const fs::path& dir, const std::string& name) {
-  const fs::path f = dir / name;
-  std::error_code ec;
-  QKV_CHECK(fs::exists(f, ec), IoError, "--data ", dir.string(), ": no ", name,
-            " there; the demo needs Multi30k's train, val and test_2016_flickr .en.gz/.de.gz "
-            "files (shipped in the repository at data/multi30k)");
-  return f;
+experiment::DemoSettings demo_settings(const cli::ParsedOptions& p) {
+  return {.minutes = p.get<double>("minutes"),
+          .out = p.get<fs::path>("out"),
+          .data = p.get<fs::path>("data"),
+          .max_sentences = p.get<int64_t>("max-sentences"),
+          .threads = p.get<int64_t>("threads"),
+          .beam_size = cli::search_values(p).beam_size,
+          .normalize = cli::search_values(p).normalize};
 }
 
-std::string seconds_text(double s) {
-  return std::to_string(int64_t(std::floor(s))) + "s";
-}
-
-int demo(const cli::ParsedOptions& p) {
-  const fs::path data = p.get<fs::path>("data");
-  const double total = p.get<double>("minutes") * 60;
-  const int64_t max_sentences = p.get<int64_t>("max-sentences");
-  const double setup = max_sentences > 0 ? 2 : kSetupSeconds;
-  const double per_model = std::max(5.0, (total * kTrainShare - setup) / kModels);
-  std::vector<std::string> args = {"--train-sets",
-                                   corpus_file(data, "train.en.gz").string(),
-                                   corpus_file(data, "train.de.gz").string(),
-                                   "--test-sets",
-                                   corpus_file(data, "test_2016_flickr.en.gz").string(),
-                                   corpus_file(data, "test_2016_flickr.de.gz").string(),
-                                   "--variants",
-                                   kVariants,
-                                   "--out",
-                                   p.get<fs::path>("out").string(),
-                                   "--report",
-                                   "--overwrite",
-                                   "--title",
-                                   "qkv demo: Multi30k English to German, three systems",
-                                   "--beam-size",
-                                   std::to_string(p.get<int64_t>("beam-size")),
-                                   "--after",
-                                   seconds_text(per_model),
-                                   "--threads",
-                                   std::to_string(p.get<int64_t>("threads"))};
-  args.insert(args.end(), kTrainFlags.begin(), kTrainFlags.end());
-  if (max_sentences > 0) {
-    args.insert(args.end(), {"--max-sentences", std::to_string(max_sentences)});
-    // A few hundred sentences cannot support 4000 pieces.
-    const int64_t vocab = std::clamp<int64_t>(max_sentences, 100, 4000);
-    for (size_t i = 0; i + 1 < args.size(); ++i)
-      if (args[i] == "--vocab-size") args[i + 1] = std::to_string(vocab);
-  }
-  std::cerr << "[demo] Multi30k En->De from " << data.string() << ": training " << kVariants
-            << " for " << seconds_text(per_model) << " each on " << p.get<int64_t>("threads")
+void announce(const experiment::DemoSettings& d, const experiment::ComparisonSpec& spec) {
+  std::cerr << "[demo] Multi30k En->De from " << d.data.string() << ": training "
+            << experiment::kDemoVariants << " for " << spec.train.after << " each on " << d.threads
             << " threads ("
-            << (max_sentences > 0 ? "the first " + std::to_string(max_sentences) + " pairs"
-                                  : std::string("29,000 pairs"))
-            << "), then translating test_2016_flickr (beam " << p.get<int64_t>("beam-size")
-            << "); budget " << p.get<double>("minutes") << " min; results in "
-            << p.get<fs::path>("out").string() << "\n";
-  return run_compare(args);
+            << (d.max_sentences > 0 ? "the first " + std::to_string(d.max_sentences) + " pairs"
+                                    : std::string("29,000 pairs"))
+            << "), then translating test_2016_flickr (beam " << d.beam_size << "); budget "
+            << d.minutes << " min; results in " << d.out.string() << "\n";
 }
 
 }  // namespace
@@ -130,7 +75,11 @@ int demo_main(int argc, const char* const* argv) {
           "a per-model time budget.");
       return kExitOk;
     }
-    return demo(p);
+    const experiment::DemoSettings d = demo_settings(p);
+    experiment::ComparisonSpec spec = experiment::demo_spec(d);
+    spec.command = "qkv demo " + cli::shell_quote(std::vector<std::string>(argv + 1, argv + argc));
+    announce(d, spec);
+    return run_and_print_comparison(spec);
   });
 }
 

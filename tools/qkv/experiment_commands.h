@@ -2,8 +2,7 @@
 // with argv[0] the subcommand's name and returns an exit code (command.h).
 #pragma once
 
-#include <string>
-#include <vector>
+#include "qkv/experiment/comparison.h"
 
 namespace qkv::tool {
 
@@ -13,8 +12,8 @@ int demo_main(int argc, const char* const* argv);
 // Gradient norms by source position (experiment/gradient_flow.h).
 int gradflow_main(int argc, const char* const* argv);
 
-// `qkv compare ARGS` without the error guard (args exclude the program and command
-// names): the demo runs a comparison under its own name. Throws qkv::Error.
-int run_compare(const std::vector<std::string>& args);
+// experiment::run_comparison, then the table and the finding on stdout: compare and demo
+// alike. Throws qkv::Error.
+int run_and_print_comparison(const experiment::ComparisonSpec& spec);
 
 }  // namespace qkv::tool

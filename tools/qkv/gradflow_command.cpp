@@ -9,11 +9,12 @@
 #include "decode_support.h"
 #include "experiment_commands.h"
 #include "qkv/base/plural.h"
-#include "qkv/base/thread_pool.h"
+#include "qkv/cli/common_options.h"
 #include "qkv/cli/options.h"
 #include "qkv/data/parallel_corpus.h"
 #include "qkv/experiment/gradient_flow.h"
 #include "qkv/experiment/results.h"
+#include "qkv/experiment/settings.h"
 #include "qkv/io/atomic_file.h"
 
 namespace qkv::tool {
@@ -45,13 +46,16 @@ cli::OptionSet gradflow_options() {
                "--seed (qkv train's default seed gives the weights its training started from).");
   o.add_int("seed", 1111, "Seed of the fresh weights with --init.").range(0, 9.0e18);
   o.add_int("min-length", 1, "Skip pairs whose source has fewer subword tokens.").range(1, 1e7);
-  o.add_int("max-length", 100, "Skip pairs with more subword tokens on a side.").range(1, 1e7);
+  // A training pair's limit, as `qkv train --max-length` (not the decoding commands' 1000).
+  o.add_int("max-length", experiment::TrainSettings{}.max_length,
+            "Skip pairs with more subword tokens on a side.")
+      .range(1, 1e7);
   o.add_int("mini-batch", 16, "Sentences per forward/backward pass.").range(1, 100000);
   o.add_path("csv", std::nullopt, "Write model,position,sentences,mean_grad_norm rows here.")
       .metavar("FILE");
   o.add_path("svg", std::nullopt, "Write a line chart of the norms by position here.")
       .metavar("FILE");
-  o.add_int("threads", 0, "Worker threads (0: QKV_NUM_THREADS or all cores).").range(0, 256);
+  cli::add_threads_option(o);
   return o;
 }
 
@@ -150,7 +154,7 @@ void write_text(const fs::path& path, const std::string& text) {
 }
 
 int gradflow(const cli::ParsedOptions& p) {
-  if (p.get<int64_t>("threads") > 0) set_num_threads(int(p.get<int64_t>("threads")));
+  cli::apply_threads_option(p);
   QKV_CHECK(p.get<int64_t>("min-length") <= p.get<int64_t>("max-length"), ConfigError,
             "--min-length ", p.get<int64_t>("min-length"), " exceeds --max-length ",
             p.get<int64_t>("max-length"));

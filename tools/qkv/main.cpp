@@ -1,15 +1,7 @@
-// qkv: train and use attention-based sequence-to-sequence models.
-//   qkv vocab --train-sets SRC TGT --vocab-size N -o FILE
-//   qkv train --model DIR --train-sets SRC TGT [--vocab FILE] [flags]
-//   qkv translate --model DIR [flags] < SRC > HYPS
-//   qkv score --model DIR [--src SRC --tgt TGT] (else `src ||| tgt` lines on stdin)
-//   qkv eval --ref REF [--ref REF2] [--by-length SRC] [HYPS]   (else HYPS on stdin)
-//   qkv attend --model DIR [--svg DIR --png DIR] < SRC
-//   qkv serve --model [NAME=]DIR [--model ...] [--host 127.0.0.1 --port 8080]
-//   qkv compare --train-sets SRC TGT --test-sets SRC REF [--variants LIST] [train flags]
-//   qkv report --compare DIR [-o FILE]
-//   qkv demo [--minutes 15] [--out DIR]
-//   qkv gradflow --model DIR... --src SRC --ref REF [--csv FILE] [--svg FILE]
+// qkv: train and use attention-based sequence-to-sequence models. The commands are the
+// rows of kCommands below, the one list that usage (`qkv --help`), dispatch, `qkv help CMD`
+// and the suggestion for a misspelled command read; each command's flags are in its
+// `qkv CMD --help`.
 #include <algorithm>
 #include <array>
 #include <iostream>

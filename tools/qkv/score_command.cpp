@@ -5,7 +5,7 @@
 #include "command.h"
 #include "decode_commands.h"
 #include "decode_support.h"
-#include "qkv/base/thread_pool.h"
+#include "qkv/cli/common_options.h"
 #include "qkv/cli/options.h"
 #include "qkv/cli/progress.h"
 #include "qkv/decode/translator.h"
@@ -27,12 +27,9 @@ cli::OptionSet score_options() {
   o.add_path("src", std::nullopt, "Source sentences, one per line (with --tgt; else stdin).")
       .metavar("FILE");
   o.add_path("tgt", std::nullopt, "Their translations to score, line by line.").metavar("FILE");
-  o.add_int("max-length", 1000,
-            "Pairs with more subword tokens on a side are not scored: an empty output line and "
-            "a warning.")
-      .range(1, 1e7);
-  o.add_int("mini-batch", 32, "Pairs scored together.").range(1, 100000);
-  o.add_int("threads", 0, "Worker threads (0: QKV_NUM_THREADS or all cores).").range(0, 256);
+  cli::add_max_length_option(o);
+  cli::add_mini_batch_option(o);
+  cli::add_threads_option(o);
   cli::add_progress_option(o);
   return o;
 }
@@ -197,7 +194,7 @@ int score(const cli::ParsedOptions& p) {
   QKV_CHECK(p.has("src") == p.has("tgt"), ConfigError, p.has("src") ? "--src" : "--tgt", " needs ",
             p.has("src") ? "--tgt" : "--src",
             " too (or give neither and pipe `source ||| translation` lines to stdin)");
-  if (p.get<int64_t>("threads") > 0) set_num_threads(int(p.get<int64_t>("threads")));
+  cli::apply_threads_option(p);
   const decode::Translator tr = load_translator(p.get<fs::path>("model"));
   if (p.has("src")) {
     FilePairs files(p.get<fs::path>("src"), p.get<fs::path>("tgt"));

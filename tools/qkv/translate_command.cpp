@@ -6,7 +6,7 @@
 #include "decode_commands.h"
 #include "decode_support.h"
 #include "qkv/base/plural.h"
-#include "qkv/base/thread_pool.h"
+#include "qkv/cli/common_options.h"
 #include "qkv/cli/options.h"
 #include "qkv/cli/progress.h"
 #include "qkv/decode/alignment.h"
@@ -31,21 +31,12 @@ cli::OptionSet translate_options() {
       .alias('m')
       .required()
       .metavar("DIR");
-  o.add_int("beam-size", 5, "Hypotheses kept per sentence (1: greedy).").alias('b').range(1, 1000);
-  o.add_double("normalize", 0.6,
-               "Length normalisation α: finished translations are ranked by log p / length^α.")
-      .range(0, 10);
+  cli::add_search_options(o);
   o.add_double("coverage-penalty", 0,
                "Coverage penalty β (Wu et al. 2016): favours translations that attend to every "
                "source token. Needs a model with attention.")
       .range(0, 100);
-  o.add_double("max-length-factor", 2,
-               "A translation has at most factor × source tokens + 5 tokens.")
-      .range(0, 1000);
-  o.add_int("max-length", 1000,
-            "Input lines with more subword tokens are not translated: an empty output line "
-            "and a warning.")
-      .range(1, 1e7);
+  cli::add_max_length_option(o);
   o.add_int("n-best", std::nullopt,
             "Write the N best translations of each line, in Moses format: "
             "`id ||| translation ||| score` (id: the 0-based line index, as Moses counts; "
@@ -53,11 +44,11 @@ cli::OptionSet translate_options() {
             "(--normalize) plus the coverage penalty, so it is not `qkv score`'s raw sum.")
       .range(1, 1000)
       .metavar("N");
-  o.add_int("mini-batch", 32, "Sentences decoded together.").range(1, 100000);
+  cli::add_mini_batch_option(o);
   o.add_int("maxi-batch", 10,
             "Mini-batches read ahead and sorted by length, so batches hold similar lengths.")
       .range(1, 10000);
-  o.add_int("threads", 0, "Worker threads (0: QKV_NUM_THREADS or all cores).").range(0, 256);
+  cli::add_threads_option(o);
   cli::add_progress_option(o);
   o.add_enum("alignment", {"hard", "soft"}, std::nullopt,
              "Append ` ||| ` and word alignments from attention: hard = Pharaoh `s-t` pairs "
@@ -90,8 +81,9 @@ models::AttentionSelection alignment_selection(const cli::ParsedOptions& p,
 decode::BeamSearchOptions search_options(const cli::ParsedOptions& p,
                                          const models::ModelConfig& c) {
   decode::BeamSearchOptions o;
-  o.beam_size = p.get<int64_t>("beam-size");
-  o.normalize = p.get<double>("normalize");
+  const cli::SearchValues search = cli::search_values(p);
+  o.beam_size = search.beam_size;
+  o.normalize = search.normalize;
   o.coverage_penalty = p.get<double>("coverage-penalty");
   o.max_length_factor = p.get<double>("max-length-factor");
   if (p.has("n-best")) {
@@ -190,7 +182,7 @@ void translate_chunk(Job& job, const std::vector<data::Line>& lines) {
 }
 
 int translate(const cli::ParsedOptions& p) {
-  if (p.get<int64_t>("threads") > 0) set_num_threads(int(p.get<int64_t>("threads")));
+  cli::apply_threads_option(p);
   const decode::Translator tr = load_translator(p.get<fs::path>("model"));
   const models::ModelConfig& c = tr.model().config();
   Job job{p, tr, translate_options(p, c)};

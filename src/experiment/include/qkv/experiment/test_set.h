@@ -36,6 +36,7 @@ struct SearchSettings {
   int64_t beam_size = 5;    // 1: greedy search (the same choices, computed faster)
   double normalize = 0.6;   // length normalisation α of beam search
   int64_t mini_batch = 32;  // sentences decoded together (sorted by length)
+  friend bool operator==(const SearchSettings&, const SearchSettings&) = default;
 };
 
 struct TestTranslation {

@@ -27,6 +27,8 @@ struct Variant {
   std::string file_name() const;
   // False only for rnn:none: it has no attention to show.
   bool attends() const noexcept;
+
+  friend bool operator==(const Variant&, const Variant&) = default;
 };
 
 // "rnn:none,rnn:dot,rnn:additive,transformer" -> the variants in that order. ConfigError

@@ -1,0 +1,48 @@
+// The flag groups the commands share: one declaration, one default, per-command caps.
+#include "qkv/cli/common_options.h"
+
+#include <gtest/gtest.h>
+
+#include "qkv/base/error.h"
+#include "qkv/cli/options.h"
+
+namespace qkv::cli {
+namespace {
+
+TEST(CommonOptions, SearchFlagsDefaultToSearchValues) {
+  OptionSet o;
+  add_search_options(o);
+  const ParsedOptions p = o.parse(std::vector<std::string>{});
+  EXPECT_EQ(search_values(p).beam_size, SearchValues{}.beam_size);
+  EXPECT_EQ(search_values(p).normalize, SearchValues{}.normalize);
+  EXPECT_EQ(p.get<double>("max-length-factor"), kMaxLengthFactor);
+  const ParsedOptions given = o.parse({"-b", "3", "--normalize", "1"});
+  EXPECT_EQ(search_values(given).beam_size, 3);
+  EXPECT_EQ(search_values(given).normalize, 1.0);
+}
+
+TEST(CommonOptions, ACommandCapsTheLengthFlagsOrLeavesTheFactorOut) {
+  OptionSet attend;
+  add_search_options(attend, 3);
+  add_max_length_option(attend, 1000);
+  EXPECT_THROW(attend.parse({"--max-length-factor", "4"}), ConfigError);
+  EXPECT_THROW(attend.parse({"--max-length", "1001"}), ConfigError);
+  EXPECT_EQ(attend.parse(std::vector<std::string>{}).get<int64_t>("max-length"), kDecodeMaxLength);
+  OptionSet compare;
+  add_search_options(compare, 0);
+  EXPECT_EQ(compare.find("max-length-factor"), nullptr);
+}
+
+TEST(CommonOptions, ThreadsAndMiniBatchHaveOneDefault) {
+  OptionSet o;
+  add_threads_option(o);
+  add_mini_batch_option(o);
+  const ParsedOptions p = o.parse(std::vector<std::string>{});
+  EXPECT_EQ(p.get<int64_t>("threads"), 0);
+  EXPECT_EQ(p.get<int64_t>("mini-batch"), 32);
+  EXPECT_NO_THROW(apply_threads_option(p));  // 0: the pool is left as it is
+  EXPECT_THROW(o.parse({"--threads", "300"}), ConfigError);
+}
+
+}  // namespace
+}  // namespace qkv::cli
