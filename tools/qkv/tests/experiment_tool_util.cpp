@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "qkv/base/rng.h"
+#include "qkv/testing/tiny_corpus.h"
 
 namespace qkv {
 
@@ -46,22 +46,10 @@ ToolResult run_qkv(const fs::path& dir, const std::vector<std::string>& args) {
 
 namespace {
 
+// n pairs: 2..10 words from the first 10 of qkv_test_support's lexicon.
 void write_corpus(const fs::path& src, const fs::path& tgt, int n, uint64_t seed) {
-  static const std::vector<std::string> kSrc = {"red",  "blue", "dog",  "cat", "man",
-                                                "girl", "runs", "sits", "big", "small"};
-  static const std::vector<std::string> kTgt = {"rot",  "blau",  "hund",  "katze", "mann",
-                                                "kind", "lauft", "sitzt", "gross", "klein"};
-  Rng rng(seed);
-  std::ofstream s(src), t(tgt);
-  for (int i = 0; i < n; ++i) {
-    const uint64_t len = 2 + rng.uniform_int(9);
-    std::vector<uint64_t> w;
-    for (uint64_t j = 0; j < len; ++j) w.push_back(rng.uniform_int(kSrc.size()));
-    for (uint64_t j = 0; j < len; ++j) s << (j ? " " : "") << kSrc[w[j]];
-    for (uint64_t j = 0; j < len; ++j) t << (j ? " " : "") << kTgt[w[len - 1 - j]];
-    s << "\n";
-    t << "\n";
-  }
+  qkv::testing::write_tiny_corpus(
+      src, tgt, qkv::testing::tiny_corpus(n, seed, {.words = 10, .length_spread = 9}));
 }
 
 }  // namespace

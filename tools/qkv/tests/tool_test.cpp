@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "qkv/base/rng.h"
 #include "qkv/data/vocab.h"
+#include "qkv/testing/tiny_corpus.h"
 #include "qkv/train/checkpoint.h"
 
 namespace qkv {
@@ -50,24 +50,9 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-// n pairs: 2..6 words, the target the word-by-word translation reversed.
+// n pairs: 2..6 words of qkv_test_support's tiny task.
 void write_corpus(const fs::path& src, const fs::path& tgt, int n, uint64_t seed) {
-  static const std::vector<std::string> kSrc = {"red",  "blue", "dog", "cat",   "man",  "girl",
-                                                "runs", "sits", "big", "small", "park", "ball"};
-  static const std::vector<std::string> kTgt = {"rot",   "blau",  "hund",  "katze",
-                                                "mann",  "kind",  "lauft", "sitzt",
-                                                "gross", "klein", "platz", "ball"};
-  Rng rng(seed);
-  std::ofstream s(src), t(tgt);
-  for (int i = 0; i < n; ++i) {
-    const uint64_t len = 2 + rng.uniform_int(5);
-    std::vector<uint64_t> w;
-    for (uint64_t j = 0; j < len; ++j) w.push_back(rng.uniform_int(kSrc.size()));
-    for (uint64_t j = 0; j < len; ++j) s << (j ? " " : "") << kSrc[w[j]];
-    for (uint64_t j = 0; j < len; ++j) t << (j ? " " : "") << kTgt[w[len - 1 - j]];
-    s << "\n";
-    t << "\n";
-  }
+  qkv::testing::write_tiny_corpus(src, tgt, qkv::testing::tiny_corpus(n, seed));
 }
 
 // A directory with train.{src,tgt} (200 pairs) and valid.{src,tgt} (10 pairs).
