@@ -1,22 +1,14 @@
 #include "decode_support.h"
 
-#include <poll.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <iostream>
 
 #include "qkv/base/error.h"
-#include "qkv/base/format.h"
 
 namespace qkv::tool {
 
 namespace fs = std::filesystem;
 
-decode::Translator load_translator(const fs::path& path) {
+fs::path checked_model_path(const fs::path& path) {
   switch (models::model_path_kind(path)) {
     case models::ModelPathKind::DirectoryWithoutModel:
       QKV_THROW(IoError, "--model ", path.string(), ": no ", models::kModelFile,
@@ -28,136 +20,17 @@ decode::Translator load_translator(const fs::path& path) {
     case models::ModelPathKind::Directory:
       break;
   }
-  return decode::Translator::load(path);
+  return path;
 }
 
-LineReader::LineReader(std::istream& in, int64_t max_line_bytes)
-    : in_(in),
-      from_stdin_(&in == &std::cin),
-      max_line_bytes_(max_line_bytes),
-      buffer_(size_t{1} << 16) {}
-
-// Up to `size` bytes into `into`, 0 at the end. stdin: one read(2) of fd 0, which returns
-// what a pipe holds; std::cin's istream::read would wait until 64 KiB or the end arrived.
-size_t LineReader::read_some(char* into, size_t size) {
-  if (!from_stdin_) {
-    in_.read(into, std::streamsize(size));
-    QKV_CHECK(!in_.bad(), IoError, "reading the input (stdin) failed");
-    return size_t(in_.gcount());
-  }
-  ssize_t n = 0;
-  do n = ::read(STDIN_FILENO, into, size);
-  while (n < 0 && errno == EINTR);
-  // EISDIR when stdin is a directory, EIO: an error, not an empty input.
-  QKV_CHECK(n >= 0, IoError, "reading stdin failed: ", std::strerror(errno),
-            "; redirect a text file to it: qkv ... < FILE");
-  return size_t(n);
-}
-
-bool LineReader::fill() {
-  if (at_end_) return false;
-  begin_ = 0;
-  end_ = read_some(buffer_.data(), buffer_.size());
-  at_end_ = end_ == 0;
-  // Binary data would come out as one empty line per stray '\n'; name it instead.
-  QKV_CHECK(!first_chunk_ || end_ < 2 || buffer_[0] != '\x1f' || buffer_[1] != '\x8b', IoError,
-            "stdin is gzip-compressed data, not text; decompress it first, e.g. "
-            "zcat FILE.gz | qkv ...");
-  first_chunk_ = false;
-  return end_ > 0;
-}
-
-bool LineReader::append_some() {
-  std::copy(buffer_.begin() + ptrdiff_t(begin_), buffer_.begin() + ptrdiff_t(end_),
-            buffer_.begin());
-  end_ -= begin_;
-  begin_ = 0;
-  if (end_ == buffer_.size()) return false;
-  const size_t n = read_some(buffer_.data() + end_, buffer_.size() - end_);
-  at_end_ = n == 0;
-  end_ += n;
-  return true;
-}
-
-bool LineReader::ready() {
-  for (;;) {
-    const char* start = buffer_.data() + begin_;
-    const char* stop = buffer_.data() + end_;
-    if (at_end_ || !from_stdin_ || std::find(start, stop, '\n') != stop) return true;
-    // POLLIN, POLLHUP (the writer closed: read returns 0) or POLLERR: read(2) won't wait.
-    pollfd fd{STDIN_FILENO, POLLIN, 0};
-    if (::poll(&fd, 1, 0) <= 0) return false;
-    // Take in what arrived: if it is half a line, the lines before it are translated now
-    // rather than after the writer finishes that line. A full buffer without a line break
-    // is a line longer than 64 KiB: next() reads it on (such lines are not typed by hand).
-    if (!append_some()) return true;
-  }
-}
-
-bool LineReader::next(data::Line& line) {
-  line = data::Line{};
-  bool any = false, too_long = false;
-  for (;;) {
-    if (begin_ == end_ && !fill()) break;
-    any = true;
-    const char* start = buffer_.data() + begin_;
-    const char* stop = buffer_.data() + end_;
-    const char* nl = std::find(start, stop, '\n');
-    const auto take = size_t(nl - start);
-    if (!too_long) {
-      if (int64_t(line.text.size() + take) > max_line_bytes_ + 1) {  // +1: a '\r' to strip
-        too_long = true;
-        line.text.clear();
-      } else {
-        line.text.append(start, take);
-      }
-    }
-    begin_ += take + (nl != stop ? 1 : 0);
-    if (nl != stop) break;
-  }
-  if (!any) return false;
-  line.number = ++number_;
-  if (!too_long && !line.text.empty() && line.text.back() == '\r') line.text.pop_back();
-  if (!too_long && int64_t(line.text.size()) > max_line_bytes_) too_long = true;
-  if (too_long) {
-    line.text.clear();
-    line.status = data::LineStatus::TooLong;
-    return true;
-  }
-  if (line.number == 1 && line.text.starts_with("\xEF\xBB\xBF")) line.text.erase(0, 3);
-  if (const auto issue = data::find_line_issue(line.text)) {
-    line.text.clear();
-    line.status = data::LineStatus::Invalid;
-    line.problem = issue->what;
-  }
-  return true;
-}
-
-std::optional<std::string> line_problem(const data::Line& line, int64_t max_line_bytes) {
-  switch (line.status) {
-    case data::LineStatus::Invalid:
-      return line.problem;
-    case data::LineStatus::TooLong:
-      return "longer than " + std::to_string(max_line_bytes) + " bytes";
-    case data::LineStatus::Ok:
-      break;
-  }
-  if (data::is_blank(line.text)) return std::string("empty line");
-  return std::nullopt;
+decode::Translator load_translator(const fs::path& path) {
+  return decode::Translator::load(checked_model_path(path));
 }
 
 void warn_line(std::string_view command, int64_t line, std::string_view what,
                std::string_view outcome) {
   std::cerr << "qkv " << command << ": warning: line " << line << ": " << what << "; " << outcome
             << "\n";
-}
-
-int64_t max_source_tokens(const models::ModelConfig& config, int64_t max_length) {
-  return std::min(max_length, models::max_sequence_tokens(config));
-}
-
-std::string fixed(double value, int decimals) {
-  return format_fixed(value, decimals);
 }
 
 }  // namespace qkv::tool

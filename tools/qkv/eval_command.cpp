@@ -7,8 +7,8 @@
 #include <optional>
 
 #include "command.h"
-#include "decode_commands.h"
 #include "decode_support.h"
+#include "qkv/base/format.h"
 #include "qkv/cli/options.h"
 #include "qkv/eval/bootstrap.h"
 #include "qkv/eval/by_length.h"
@@ -57,7 +57,8 @@ std::vector<std::string> read_all_lines(const fs::path& path, std::string_view f
   data::Line line;
   while (reader.next(line)) {
     QKV_CHECK(line.status == data::LineStatus::Ok, ValueError, flag, " ", path.string(), ":",
-              line.number, ": ", line_problem(line, kMaxLineBytes).value_or("unreadable line"),
+              line.number, ": ",
+              data::line_problem(line, kMaxLineBytes).value_or("unreadable line"),
               "; every line is needed to pair it with its translation: fix the file");
     lines.push_back(std::move(line.text));
   }
@@ -65,12 +66,12 @@ std::vector<std::string> read_all_lines(const fs::path& path, std::string_view f
 }
 
 std::vector<std::string> read_stdin_lines() {
-  LineReader reader(std::cin, kMaxLineBytes);
+  data::StreamLineReader reader(std::cin, kMaxLineBytes);
   std::vector<std::string> lines;
   data::Line line;
   while (reader.next(line)) {
     QKV_CHECK(line.status == data::LineStatus::Ok, ValueError, "stdin:", line.number, ": ",
-              line_problem(line, kMaxLineBytes).value_or("unreadable line"),
+              data::line_problem(line, kMaxLineBytes).value_or("unreadable line"),
               "; every translation is needed to pair it with its references");
     lines.push_back(std::move(line.text));
   }
@@ -103,7 +104,7 @@ std::vector<std::string> read_hypotheses(const cli::ParsedOptions& p) {
   return read_stdin_lines();
 }
 
-int evaluate(const cli::ParsedOptions& p) {
+int evaluate(const cli::ParsedOptions& p, std::span<const char* const> /*args*/) {
   std::vector<std::vector<std::string>> refs;
   for (const std::string& f : p.get_list("ref")) refs.push_back(read_all_lines(f, "--ref"));
   std::vector<std::string> sources;
@@ -134,7 +135,7 @@ int evaluate(const cli::ParsedOptions& p) {
   std::cout << eval::corpus_bleu(hyps, refs).format(2, true) << "\n";
   if (bootstrap) {
     const eval::ConfidenceInterval ci = eval::bootstrap_bleu(hyps, refs, {}, *bootstrap);
-    std::cout << "BLEU 95% CI = " << fixed(ci.low, 2) << "-" << fixed(ci.high, 2)
+    std::cout << "BLEU 95% CI = " << format_fixed(ci.low, 2) << "-" << format_fixed(ci.high, 2)
               << " (percentile bootstrap, " << bootstrap->samples << " resampled test sets)\n";
   }
   std::cout << eval::corpus_chrf(hyps, refs).format(2, true) << "\n";
@@ -148,20 +149,13 @@ int evaluate(const cli::ParsedOptions& p) {
 }  // namespace
 
 int eval_main(int argc, const char* const* argv) {
-  return run_guarded("eval", [&] {
-    const cli::OptionSet options = eval_options();
-    const cli::ParsedOptions p = options.parse(argc, argv);
-    if (p.help_requested()) {
-      std::cout << options.format_help(
-          "qkv", "eval",
-          "Scores the translations in HYP (else on stdin; one per line) against references: corpus "
-          "BLEU "
-          "(sacreBLEU's defaults: 13a tokenisation, exp smoothing) and chrF2, each with its "
-          "signature. qkv's own implementation, checked against sacreBLEU's test cases.");
-      return kExitOk;
-    }
-    return evaluate(p);
-  });
+  return run_subcommand(
+      {"eval", eval_options, evaluate,
+       "Scores the translations in HYP (else on stdin; one per line) against references: corpus "
+       "BLEU "
+       "(sacreBLEU's defaults: 13a tokenisation, exp smoothing) and chrF2, each with its "
+       "signature. qkv's own implementation, checked against sacreBLEU's test cases."},
+      argc, argv);
 }
 
 }  // namespace qkv::tool
