@@ -41,6 +41,15 @@ std::string FieldMessage::render(
   return out;
 }
 
+std::vector<std::string> FieldMessage::fields() const {
+  std::vector<std::string> out;
+  render([&](std::string_view f) {
+    out.emplace_back(f);
+    return std::string();
+  });
+  return out;
+}
+
 std::string plain_fields(std::string_view marked) {
   return FieldMessage(std::string(marked)).render([](std::string_view f) {
     return std::string(f);

@@ -6,6 +6,7 @@
 
 #include "detail/rows.h"
 #include "qkv/base/error.h"
+#include "qkv/base/field_error.h"
 #include "qkv/decode/memory.h"
 
 namespace qkv::decode {
@@ -191,29 +192,42 @@ int64_t max_target_length(const BeamSearchOptions& options, int64_t source_lengt
 }
 
 void validate(const BeamSearchOptions& o) {
-  QKV_CHECK(o.beam_size >= 1, ConfigError, "beam size ", o.beam_size, " must be >= 1");
-  QKV_CHECK(o.n_best >= 1 && o.n_best <= o.beam_size, ConfigError, "n-best ", o.n_best,
-            " must be in [1, beam size ", o.beam_size, "]");
-  QKV_CHECK(std::isfinite(o.normalize) && o.normalize >= 0, ConfigError, "normalize ", o.normalize,
+  QKV_CHECK(o.beam_size >= 1, FieldError, "{beam_size} ", o.beam_size, " must be >= 1");
+  QKV_CHECK(o.n_best >= 1, FieldError, "{n_best} ", o.n_best, " must be >= 1");
+  QKV_CHECK(o.n_best <= o.beam_size, FieldError, "{n_best} ", o.n_best, " exceeds {beam_size} ",
+            o.beam_size, "; the search keeps only beam-size hypotheses (raise {beam_size})");
+  QKV_CHECK(std::isfinite(o.normalize) && o.normalize >= 0, FieldError, "{normalize} ", o.normalize,
             " must be a finite value >= 0");
-  QKV_CHECK(std::isfinite(o.coverage_penalty) && o.coverage_penalty >= 0, ConfigError,
-            "coverage penalty ", o.coverage_penalty, " must be a finite value >= 0");
-  QKV_CHECK(std::isfinite(o.max_length_factor) && o.max_length_factor >= 0, ConfigError,
-            "max length factor ", o.max_length_factor, " must be a finite value >= 0");
-  QKV_CHECK(o.max_length_extra >= 0, ConfigError, "max length extra ", o.max_length_extra,
+  QKV_CHECK(std::isfinite(o.coverage_penalty) && o.coverage_penalty >= 0, FieldError,
+            "{coverage_penalty} ", o.coverage_penalty, " must be a finite value >= 0");
+  QKV_CHECK(std::isfinite(o.max_length_factor) && o.max_length_factor >= 0, FieldError,
+            "{max_length_factor} ", o.max_length_factor, " must be a finite value >= 0");
+  QKV_CHECK(o.max_length_extra >= 0, FieldError, "{max_length_extra} ", o.max_length_extra,
             " must be >= 0");
-  QKV_CHECK(o.max_length >= 0, ConfigError, "max length ", o.max_length,
+  // Not {max_length}: the front ends' max_length is TranslateOptions' source-side limit.
+  QKV_CHECK(o.max_length >= 0, FieldError, "the output length cap ", o.max_length,
             " must be >= 0 (0: no cap)");
+}
+
+void validate(const BeamSearchOptions& o, const models::ModelConfig& c) {
+  validate(o);
+  QKV_CHECK(o.coverage_penalty == 0 || models::attends(c), FieldError, "{coverage_penalty} ",
+            o.coverage_penalty, ": the model is an rnn without attention, which has no coverage");
+  const bool transformer = c.type == models::ModelType::Transformer;
+  const int64_t layers = transformer ? c.dec_depth : 1, heads = transformer ? c.heads : 1;
+  QKV_CHECK(o.attention.layer >= -1 && o.attention.layer < layers, FieldError, "{alignment_layer} ",
+            o.attention.layer, ": the model has ", layers, " attention layer(s): 0..", layers - 1,
+            ", or -1 for the last");
+  QKV_CHECK(o.attention.head >= -1 && o.attention.head < heads, FieldError, "{alignment_head} ",
+            o.attention.head, ": the model has ", heads, " attention head(s): 0..", heads - 1,
+            ", or -1 for their mean");
 }
 
 std::vector<std::vector<Hypothesis>> beam_search(models::Seq2Seq& model, const Tensor& src,
                                                  std::span<const int64_t> src_lengths,
                                                  const BeamSearchOptions& options) {
-  validate(options);
   const models::ModelConfig& config = model.config();
-  QKV_CHECK(options.coverage_penalty == 0 || models::attends(config), ConfigError,
-            "coverage penalty ", options.coverage_penalty,
-            " needs a model with attention; this one is an rnn without attention");
+  validate(options, config);
   if (src_lengths.empty()) return {};
   check_beam_search_memory(config, options, int64_t(src_lengths.size()), src.dim(1));
   const models::EncoderOutput encoded = model.encode(src, src_lengths);

@@ -126,7 +126,7 @@ std::vector<SentenceResult> drive(models::Seq2Seq& model, const data::Vocab& voc
                                   std::span<const Input> inputs, const TranslateOptions& options,
                                   Make make) {
   check_batching(options);
-  validate(options.search);
+  validate(options.search, model.config());
   model.set_training(false);
   const int64_t limit = token_limit(model.config(), options.max_length);
   const auto eos = int32_t(model.config().eos_id);

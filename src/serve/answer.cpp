@@ -1,5 +1,6 @@
 #include "answer.h"
 
+#include "qkv/base/field_error.h"
 #include "qkv/decode/alignment.h"
 #include "qkv/models/config.h"
 
@@ -87,21 +88,16 @@ decode::TranslateOptions translate_options(const TranslateRequest& request,
   if (request.attention && !attends)
     throw RequestError(400, "attention",
                        "field 'attention': the model is an rnn without attention");
-  const bool transformer = config.type == models::ModelType::Transformer;
-  const int64_t layers = transformer ? config.dec_depth : 1, heads = transformer ? config.heads : 1;
-  if (request.alignment_layer >= layers)
-    throw RequestError(400, "alignment_layer",
-                       "field 'alignment_layer' is " + std::to_string(request.alignment_layer) +
-                           "; the model has " + std::to_string(layers) +
-                           " attention layer(s): 0.." + std::to_string(layers - 1) +
-                           ", or -1 for the last");
-  if (request.alignment_head >= heads)
-    throw RequestError(400, "alignment_head",
-                       "field 'alignment_head' is " + std::to_string(request.alignment_head) +
-                           "; the model has " + std::to_string(heads) + " attention head(s): 0.." +
-                           std::to_string(heads - 1) + ", or -1 for their mean");
   o.search.keep_attention = request.alignment.has_value();
   o.search.attention = {request.alignment_layer, request.alignment_head};
+  try {  // the request's fields are the options' fields: the library names them
+    decode::validate(o.search, config);
+  } catch (const FieldError& e) {
+    const std::vector<std::string> fields = e.fields();
+    throw RequestError(
+        400, fields.empty() ? std::string() : fields.front(),
+        "field " + e.render([](std::string_view f) { return "'" + std::string(f) + "'"; }));
+  }
   o.memory_advice = "send fewer or shorter sentences per request, or a smaller beam_size";
   return o;
 }

@@ -3,8 +3,8 @@
 #include <iostream>
 
 #include "command.h"
-#include "decode_commands.h"
 #include "decode_support.h"
+#include "qkv/base/format.h"
 #include "qkv/base/plural.h"
 #include "qkv/cli/common_options.h"
 #include "qkv/cli/options.h"
@@ -25,12 +25,7 @@ constexpr size_t kMaxChunkBytes = size_t{64} << 20;
 
 cli::OptionSet translate_options() {
   cli::OptionSet o;
-  o.add_path("model", std::nullopt,
-             "Model directory written by `qkv train` (its model.safetensors), or a model file "
-             "(e.g. DIR/model.best.safetensors).")
-      .alias('m')
-      .required()
-      .metavar("DIR");
+  cli::add_model_option(o);
   cli::add_search_options(o);
   o.add_double("coverage-penalty", 0,
                "Coverage penalty β (Wu et al. 2016): favours translations that attend to every "
@@ -63,42 +58,23 @@ cli::OptionSet translate_options() {
   return o;
 }
 
-// --alignment-layer / --alignment-head against the model (ConfigError naming the flag).
-models::AttentionSelection alignment_selection(const cli::ParsedOptions& p,
-                                               const models::ModelConfig& c) {
-  const models::AttentionSelection which{p.get<int64_t>("alignment-layer"),
-                                         p.get<int64_t>("alignment-head")};
-  const bool transformer = c.type == models::ModelType::Transformer;
-  const int64_t layers = transformer ? c.dec_depth : 1, heads = transformer ? c.heads : 1;
-  QKV_CHECK(which.layer < layers, ConfigError, "--alignment-layer ", which.layer,
-            ": the model has ", layers, " attention layer(s): 0..", layers - 1,
-            ", or -1 for the last");
-  QKV_CHECK(which.head < heads, ConfigError, "--alignment-head ", which.head, ": the model has ",
-            heads, " attention head(s): 0..", heads - 1, ", or -1 for their mean");
-  return which;
-}
-
+// The search the flags ask for, checked against the model (decode::validate: FieldErrors
+// that run_guarded names by their flags) before any input is read.
 decode::BeamSearchOptions search_options(const cli::ParsedOptions& p,
                                          const models::ModelConfig& c) {
   decode::BeamSearchOptions o;
   const cli::SearchValues search = cli::search_values(p);
   o.beam_size = search.beam_size;
   o.normalize = search.normalize;
+  o.max_length_factor = search.max_length_factor;
   o.coverage_penalty = p.get<double>("coverage-penalty");
-  o.max_length_factor = p.get<double>("max-length-factor");
-  if (p.has("n-best")) {
-    o.n_best = p.get<int64_t>("n-best");
-    QKV_CHECK(o.n_best <= o.beam_size, ConfigError, "--n-best ", o.n_best, " exceeds --beam-size ",
-              o.beam_size, "; the search keeps only beam-size hypotheses (raise --beam-size)");
-  }
-  const bool attends = models::attends(c);
-  QKV_CHECK(attends || o.coverage_penalty == 0, ConfigError, "--coverage-penalty ",
-            o.coverage_penalty, ": the model is an rnn without attention, which has no coverage");
-  QKV_CHECK(attends || !p.has("alignment"), ConfigError, "--alignment ",
+  if (p.has("n-best")) o.n_best = p.get<int64_t>("n-best");
+  QKV_CHECK(models::attends(c) || !p.has("alignment"), ConfigError, "--alignment ",
             p.get<std::string>("alignment"),
             ": the model is an rnn without attention, which aligns nothing");
   o.keep_attention = p.has("alignment");
-  o.attention = alignment_selection(p, c);
+  o.attention = {p.get<int64_t>("alignment-layer"), p.get<int64_t>("alignment-head")};
+  decode::validate(o, c);
   return o;
 }
 
@@ -142,7 +118,7 @@ std::string format_output(const Job& job, int64_t id, const decode::SentenceResu
     const decode::TranslatedHypothesis& h = result->hypotheses[i];
     if (i > 0) out += '\n';
     if (nbest)
-      out += std::to_string(id) + " ||| " + h.text + " ||| " + fixed(h.score);
+      out += std::to_string(id) + " ||| " + h.text + " ||| " + format_fixed(h.score, 6);
     else
       out += h.text;
     out += alignment_suffix(job, result->source, h);
@@ -152,7 +128,7 @@ std::string format_output(const Job& job, int64_t id, const decode::SentenceResu
 
 // Why a line gives an empty output: its reading problem, else the driver's reason.
 std::optional<std::string> skip_message(const data::Line& line, const decode::SentenceResult& r) {
-  if (auto problem = line_problem(line, kMaxLineBytes)) return problem;
+  if (auto problem = data::line_problem(line, kMaxLineBytes)) return problem;
   if (r.skipped == decode::SkipReason::TooLong)
     return std::to_string(r.token_count) + " subword tokens, more than the " +
            std::to_string(r.token_limit) + " this model translates (--max-length)";
@@ -181,7 +157,7 @@ void translate_chunk(Job& job, const std::vector<data::Line>& lines) {
   QKV_CHECK(std::cout.good(), IoError, "writing the translations (stdout) failed");
 }
 
-int translate(const cli::ParsedOptions& p) {
+int translate(const cli::ParsedOptions& p, std::span<const char* const> /*args*/) {
   cli::apply_threads_option(p);
   const decode::Translator tr = load_translator(p.get<fs::path>("model"));
   const models::ModelConfig& c = tr.model().config();
@@ -189,26 +165,17 @@ int translate(const cli::ParsedOptions& p) {
   std::cerr << "loaded " << tr.file().string() << " (" << models::to_string(c.type) << ", update "
             << tr.info().update << "); beam size " << job.options.search.beam_size << "\n";
   const auto start = std::chrono::steady_clock::now();
-  LineReader reader(std::cin, kMaxLineBytes);
+  data::StreamLineReader reader(std::cin, kMaxLineBytes);
   const auto chunk = size_t(p.get<int64_t>("mini-batch") * p.get<int64_t>("maxi-batch"));
   std::vector<data::Line> lines;
   cli::Progress progress("qkv translate", "line", cli::progress_interval(p), cli::stdin_file_size(),
                          std::cerr);
   int64_t consumed = 0;  // input bytes, for the share done
-  for (bool more = true; more;) {
-    lines.clear();
-    data::Line line;
-    size_t bytes = 0;
-    // A chunk is what is there: a slow writer (a pipe, a person) gets each line's
-    // translation before it sends the next, instead of at the end of input.
-    while (lines.size() < chunk && bytes < kMaxChunkBytes && (lines.empty() || reader.ready()) &&
-           (more = reader.next(line))) {
-      bytes += line.text.size();
-      lines.push_back(std::move(line));
-    }
-    if (lines.empty()) continue;
+  // A chunk is what is there: a slow writer (a pipe, a person) gets each line's
+  // translation before it sends the next, instead of at the end of input.
+  while (const size_t bytes = data::read_available(reader, lines, chunk, kMaxChunkBytes)) {
     translate_chunk(job, lines);
-    consumed += int64_t(bytes + lines.size());  // and their line breaks
+    consumed += int64_t(bytes);
     progress.update(job.sentence_id, consumed);
   }
   const double seconds =
@@ -217,26 +184,19 @@ int translate(const cli::ParsedOptions& p) {
   if (job.skipped > 0)
     std::cerr << ", " << job.skipped << " skipped ("
               << (job.skipped == 1 ? "an empty output line" : "empty output lines") << ")";
-  std::cerr << " in " << fixed(seconds, 2) << " s\n";
+  std::cerr << " in " << format_fixed(seconds, 2) << " s\n";
   return kExitOk;
 }
 
 }  // namespace
 
 int translate_main(int argc, const char* const* argv) {
-  return run_guarded("translate", [&] {
-    const cli::OptionSet options = translate_options();
-    const cli::ParsedOptions p = options.parse(argc, argv);
-    if (p.help_requested()) {
-      std::cout << options.format_help(
-          "qkv", "translate",
-          "Translates stdin to stdout with beam search, one line per input line, always: a "
-          "line that cannot be translated (empty, invalid UTF-8, too long) gives an empty line "
-          "and a warning on stderr.");
-      return kExitOk;
-    }
-    return translate(p);
-  });
+  return run_subcommand(
+      {"translate", translate_options, translate,
+       "Translates stdin to stdout with beam search, one line per input line, always: a "
+       "line that cannot be translated (empty, invalid UTF-8, too long) gives an empty line "
+       "and a warning on stderr."},
+      argc, argv);
 }
 
 }  // namespace qkv::tool

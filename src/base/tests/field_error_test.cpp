@@ -41,5 +41,11 @@ TEST(FieldError, TextWithoutACompleteMarkStaysAsItIs) {
   EXPECT_EQ(plain_fields("/tmp/{A b}/{}"), "/tmp/{A b}/{}");
 }
 
+TEST(FieldError, FieldsListsTheMarksInOrderAndNothingElse) {
+  const FieldMessage m("{n_best} 5 exceeds {beam_size} 4; raise {beam_size} ({\"x\": 1})");
+  EXPECT_EQ(m.fields(), (std::vector<std::string>{"n_best", "beam_size", "beam_size"}));
+  EXPECT_TRUE(FieldMessage("no marks {A}").fields().empty());
+}
+
 }  // namespace
 }  // namespace qkv

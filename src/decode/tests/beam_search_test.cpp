@@ -12,6 +12,7 @@
 #include <functional>
 
 #include "qkv/base/error.h"
+#include "qkv/base/field_error.h"
 #include "qkv/base/rng.h"
 #include "qkv/decode/force_decode.h"
 #include "qkv/decode/greedy.h"
@@ -216,6 +217,46 @@ TEST(BeamSearch, MaxTargetLength) {
   models::ModelConfig transformer;
   transformer.max_positions = 12;
   EXPECT_EQ(max_target_length({.max_length_factor = 2}, 7, transformer), 12);
+}
+
+// The one check every front end runs before reading input: each refusal names the field
+// as the front ends take it (the CLI renders {n_best} as --n-best, the server as 'n_best').
+TEST(Validate, AgainstTheModelNamesTheField) {
+  models::ModelConfig transformer;
+  transformer.dec_depth = 2;
+  transformer.heads = 4;
+  models::ModelConfig bottleneck;
+  bottleneck.type = models::ModelType::Rnn;
+  bottleneck.attention = models::AttentionKind::None;
+  const auto fields_of = [](const BeamSearchOptions& o, const models::ModelConfig& c) {
+    try {
+      validate(o, c);
+    } catch (const FieldError& e) {
+      return e.what() + std::string(" | ") + e.fields().front();
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(fields_of({.beam_size = 4, .n_best = 5}, transformer),
+            "n_best 5 exceeds beam_size 4; the search keeps only beam-size hypotheses (raise "
+            "beam_size) | n_best");
+  EXPECT_EQ(fields_of({.beam_size = 0}, transformer), "beam_size 0 must be >= 1 | beam_size");
+  EXPECT_EQ(fields_of({.coverage_penalty = 0.2}, bottleneck),
+            "coverage_penalty 0.2: the model is an rnn without attention, which has no coverage "
+            "| coverage_penalty");
+  EXPECT_EQ(fields_of({.coverage_penalty = 0.2}, transformer), "accepted");
+  BeamSearchOptions o;
+  o.attention = {2, -1};
+  EXPECT_EQ(fields_of(o, transformer),
+            "alignment_layer 2: the model has 2 attention layer(s): 0..1, or -1 for the last | "
+            "alignment_layer");
+  o.attention = {1, 4};
+  EXPECT_EQ(fields_of(o, transformer),
+            "alignment_head 4: the model has 4 attention head(s): 0..3, or -1 for their mean | "
+            "alignment_head");
+  o.attention = {0, 0};  // an rnn's one attention
+  EXPECT_EQ(fields_of(o, bottleneck), "accepted");
+  o.attention = {1, -1};
+  EXPECT_EQ(fields_of(o, bottleneck).substr(0, 38), "alignment_layer 1: the model has 1 att");
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "qkv/base/error.h"
 
@@ -32,6 +33,9 @@ class FieldMessage {
   const std::string& marked_text() const noexcept { return text_; }
   // The message with each {field} replaced by name(field).
   std::string render(const std::function<std::string(std::string_view field)>& name) const;
+  // The fields marked, in the order they appear (repeats kept): the first is the one a
+  // front end blames when it can name only one (the server's "field" of a 400 reply).
+  std::vector<std::string> fields() const;
 
  private:
   std::string text_;

@@ -64,17 +64,25 @@ struct Hypothesis {
 int64_t max_target_length(const BeamSearchOptions& options, int64_t source_length,
                           const models::ModelConfig& config);
 
-// Throws ConfigError naming the option when one is out of range (beam_size < 1, n_best
-// outside [1, beam_size], negative normalize / coverage_penalty / max_length_factor /
-// max_length_extra / max_length, a non-finite value).
+// Throws FieldError naming the option ({beam_size}, {n_best}, ...: field_error.h) when one
+// is out of range (beam_size < 1, n_best outside [1, beam_size], negative normalize /
+// coverage_penalty / max_length_factor / max_length_extra / max_length, a non-finite
+// value).
 void validate(const BeamSearchOptions& options);
+// validate(), then what `config`'s model can honour: coverage_penalty > 0 needs attention,
+// and the attention selection must name one of its decoder layers ({alignment_layer}: -1
+// or 0..dec_depth-1; an rnn has one) and heads ({alignment_head}: -1 or 0..heads-1). The
+// fields are named as every front end takes them (`--alignment-layer`, the server's
+// `alignment_layer`, Python's `alignment_layer=`), so each checks through this one
+// function, before it reads any input.
+void validate(const BeamSearchOptions& options, const models::ModelConfig& config);
 
 // src [B, Ts] ids (as floats), src_lengths [B] each in [1, Ts] -> per sentence its
 // min(n_best, finished) best hypotheses (at least one), best first (by score, then by
 // the order they finished). A sentence decodes to the same hypotheses alone as inside a
 // batch. The model is used in whatever mode it is in: call set_training(false) first.
-// ConfigError for bad options (validate()) or coverage_penalty > 0 with a model that does
-// not attend; the model's own errors for bad ids, lengths or attention selection.
+// FieldError for bad options (validate(options, model.config())); the model's own errors
+// for bad ids or lengths.
 std::vector<std::vector<Hypothesis>> beam_search(models::Seq2Seq& model, const Tensor& src,
                                                  std::span<const int64_t> src_lengths,
                                                  const BeamSearchOptions& options);
