@@ -5,13 +5,13 @@
 #include <iostream>
 
 #include "command.h"
-#include "decode_commands.h"
 #include "decode_support.h"
 #include "qkv/base/plural.h"
 #include "qkv/cli/common_options.h"
 #include "qkv/cli/options.h"
 #include "qkv/cli/progress.h"
 #include "qkv/decode/alignment.h"
+#include "qkv/decode/attention_views.h"
 #include "qkv/decode/translator.h"
 #include "qkv/io/atomic_file.h"
 
@@ -22,23 +22,17 @@ namespace fs = std::filesystem;
 
 constexpr int64_t kMaxLineBytes = int64_t{1} << 20;
 
-// "last" / "all" / N for --layer, "avg" / "all" / N for --head.
-cli::Validator spec_validator(std::string_view named) {
+// "last" / "all" / N for --layer, "avg" / "all" / N for --head: refused at parsing.
+cli::Validator view_validator(std::string_view named) {
   return [named = std::string(named)](const std::string& value, const std::string& where) {
-    const bool number = !value.empty() && value.size() < 6 &&
-                        value.find_first_not_of("0123456789") == std::string::npos;
-    QKV_CHECK(number || value == named || value == "all", ConfigError, where, " ", value,
-              ": must be ", named, ", all, or a 0-based index");
+    QKV_CHECK(decode::is_view_spec(value, named), ConfigError, where, " ", value, ": must be ",
+              named, ", all, or a 0-based index");
   };
 }
 
 cli::OptionSet attend_options() {
   cli::OptionSet o;
-  o.add_path("model", std::nullopt,
-             "Model directory written by `qkv train` (its model.safetensors), or a model file.")
-      .alias('m')
-      .required()
-      .metavar("DIR");
+  cli::add_model_option(o);
   o.add_path("svg", std::nullopt,
              "Write one SVG heatmap per sentence into this directory (created; a name ending "
              "in .svg or .png is refused).")
@@ -53,10 +47,10 @@ cli::OptionSet attend_options() {
   o.add_switch("merge-subwords",
                "Show words: source pieces of a word summed, target pieces averaged (the "
                "default; kept for scripts that pass it).");
-  o.add_validated("layer", "last", spec_validator("last"),
+  o.add_validated("layer", "last", view_validator("last"),
                   "Transformer: the decoder layer whose cross-attention is shown "
                   "(0-based, last, or all).");
-  o.add_validated("head", "avg", spec_validator("avg"),
+  o.add_validated("head", "avg", view_validator("avg"),
                   "Transformer: the attention head shown (0-based, avg: their mean, or all).");
   // A heatmap is for reading: at most 1000 source tokens and 3 × that + 5 target tokens,
   // about 3·10^6 cells (an SVG of ~170 bytes a cell: 0.5 GB at the extremes, measured
@@ -71,49 +65,11 @@ cli::OptionSet attend_options() {
   return o;
 }
 
-// One attention to show: which layer/head, its title and its file-name suffix.
-struct Selection {
-  models::AttentionSelection which;
-  std::string title;   // "layer 1, head avg" ("" for an rnn's one attention)
-  std::string suffix;  // ".layer-1.head-avg" ("" when only one attention is shown)
-};
-
-// Indices 0..n-1 for "all", n-1 (layer) or -1 (head) for the named default, else N.
-std::vector<int64_t> resolve(const std::string& spec, const char* flag, const char* noun, int64_t n,
-                             int64_t default_index) {
-  if (spec == "all") {
-    std::vector<int64_t> all(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) all[size_t(i)] = i;
-    return all;
-  }
-  if (spec == "last" || spec == "avg") return {default_index};
-  const int64_t i = std::stoll(spec);
-  QKV_CHECK(i < n, ConfigError, "--", flag, " ", spec, ": the model has ", n, " ", noun, " (0..",
-            n - 1, ")");
-  return {i};
-}
-
-std::vector<Selection> selections(const cli::ParsedOptions& p, const models::ModelConfig& c) {
-  if (c.type != models::ModelType::Transformer) {
-    QKV_CHECK(c.attention != models::AttentionKind::None, ConfigError, "--model ",
-              p.get<fs::path>("model").string(),
-              ": an rnn without attention has no attention to show");
-    // One attention: only 0, last / avg or all are valid.
-    resolve(p.get<std::string>("layer"), "layer", "attention layer in an rnn", 1, 0);
-    resolve(p.get<std::string>("head"), "head", "attention head in an rnn", 1, -1);
-    return {{{0, -1}, "", ""}};
-  }
-  std::vector<Selection> out;
-  for (const int64_t l : resolve(p.get<std::string>("layer"), "layer", "decoder layers",
-                                 c.dec_depth, c.dec_depth - 1))
-    for (const int64_t h : resolve(p.get<std::string>("head"), "head", "heads", c.heads, -1)) {
-      const std::string head = h < 0 ? "avg" : std::to_string(h);
-      out.push_back({{l, h},
-                     "layer " + std::to_string(l) + ", head " + head,
-                     ".layer-" + std::to_string(l) + ".head-" + head});
-    }
-  if (out.size() == 1) out[0].suffix.clear();
-  return out;
+std::vector<decode::AttentionView> views(const cli::ParsedOptions& p,
+                                         const models::ModelConfig& c) {
+  QKV_CHECK(models::attends(c), ConfigError, "--model ", p.get<fs::path>("model").string(),
+            ": an rnn without attention has no attention to show");
+  return decode::attention_views(p.get<std::string>("layer"), p.get<std::string>("head"), c);
 }
 
 // --svg/--png name directories (one file per line and head): a path that names a file
@@ -139,10 +95,9 @@ void make_dir(const cli::ParsedOptions& p, const char* flag) {
 // The search attend runs: one sentence at a time, scores kept (the EOS step's row).
 decode::TranslateOptions attend_search(const cli::ParsedOptions& p) {
   decode::TranslateOptions o;
-  const cli::SearchValues search = cli::search_values(p);
-  o.search.beam_size = search.beam_size;
-  o.search.normalize = search.normalize;
-  o.search.max_length_factor = p.get<double>("max-length-factor");
+  const cli::SearchValues s = cli::search_values(p);
+  o.search = {
+      .beam_size = s.beam_size, .normalize = s.normalize, .max_length_factor = s.max_length_factor};
   o.max_length = p.get<int64_t>("max-length");
   o.mini_batch = 1;
   o.memory_advice = "reduce --beam-size, --max-length-factor or --max-length";
@@ -151,11 +106,11 @@ decode::TranslateOptions attend_search(const cli::ParsedOptions& p) {
 
 // Shows (and writes) the attention of a translated sentence for every selection.
 void show_attention(const cli::ParsedOptions& p, const decode::Translator& tr,
-                    const std::vector<Selection>& shown, const data::Line& line,
+                    const std::vector<decode::AttentionView>& shown, const data::Line& line,
                     const decode::SentenceResult& r) {
   const decode::TranslatedHypothesis& h = r.hypotheses[0];
   std::cout << h.text << "\n";
-  for (const Selection& s : shown) {
+  for (const decode::AttentionView& s : shown) {
     std::vector<float> rows = tr.attention(r, h, s.which);
     rows.resize(h.token_log_probs.size() * r.source.size());  // a cut hypothesis has no EOS step
     viz::AttentionMap map =
@@ -184,7 +139,7 @@ void show_attention(const cli::ParsedOptions& p, const decode::Translator& tr,
 // Why a line is skipped, as the warning says it (nullopt: it was translated).
 std::optional<std::string> skip_message(const cli::ParsedOptions& p, const models::ModelConfig& c,
                                         const data::Line& line, const decode::SentenceResult& r) {
-  if (auto problem = line_problem(line, kMaxLineBytes)) return problem;
+  if (auto problem = data::line_problem(line, kMaxLineBytes)) return problem;
   if (r.skipped != decode::SkipReason::TooLong)
     return r.ok() ? std::nullopt
                   : std::optional(decode::describe(r.skipped, r.token_count, r.token_limit));
@@ -196,18 +151,18 @@ std::optional<std::string> skip_message(const cli::ParsedOptions& p, const model
          ")";
 }
 
-int attend(const cli::ParsedOptions& p) {
+int attend(const cli::ParsedOptions& p, std::span<const char* const> /*args*/) {
   cli::apply_threads_option(p);
   QKV_CHECK(!(p.get<bool>("pieces") && p.get<bool>("merge-subwords")), ConfigError,
             "--pieces and --merge-subwords ask for opposite things: give one (words are the "
             "default)");
   const decode::Translator tr = load_translator(p.get<fs::path>("model"));
   const models::ModelConfig& c = tr.model().config();
-  const std::vector<Selection> shown = selections(p, c);
+  const std::vector<decode::AttentionView> shown = views(p, c);
   make_dir(p, "svg");
   make_dir(p, "png");
   const decode::TranslateOptions search = attend_search(p);
-  LineReader reader(std::cin, kMaxLineBytes);
+  data::StreamLineReader reader(std::cin, kMaxLineBytes);
   data::Line line;
   int64_t shown_lines = 0, consumed = 0;
   cli::Progress progress("qkv attend", "line", cli::progress_interval(p), cli::stdin_file_size(),
@@ -240,19 +195,12 @@ int attend(const cli::ParsedOptions& p) {
 }  // namespace
 
 int attend_main(int argc, const char* const* argv) {
-  return run_guarded("attend", [&] {
-    const cli::OptionSet options = attend_options();
-    const cli::ParsedOptions p = options.parse(argc, argv);
-    if (p.help_requested()) {
-      std::cout << options.format_help(
-          "qkv", "attend",
-          "Translates each stdin line and shows where the decoder looked at each step: a "
-          "heatmap in the terminal (target tokens down, source tokens across), and SVG/PNG "
-          "files with --svg/--png (per layer and head with --layer all / --head all).");
-      return kExitOk;
-    }
-    return attend(p);
-  });
+  return run_subcommand(
+      {"attend", attend_options, attend,
+       "Translates each stdin line and shows where the decoder looked at each step: a "
+       "heatmap in the terminal (target tokens down, source tokens across), and SVG/PNG "
+       "files with --svg/--png (per layer and head with --layer all / --head all)."},
+      argc, argv);
 }
 
 }  // namespace qkv::tool
