@@ -14,6 +14,8 @@
 
 #include "qkv/autograd/variable.h"
 #include "qkv/base/error.h"
+#include "qkv/base/field_error.h"
+#include "qkv/testing/expect_error.h"
 
 namespace qkv::experiment {
 namespace {
@@ -302,6 +304,33 @@ TEST(GradientFlow, ChartGroupsPositionsIntoBuckets) {
   EXPECT_TRUE(mixed.counts.empty());
   EXPECT_FALSE(mixed.series[1].values[1].has_value());
   EXPECT_THROW(gradient_chart({}, "t"), ValueError);
+}
+
+TEST(GradientFlow, TableSharesTheSentenceCountOnlyWhenEverySeriesHasIt) {
+  const PositionProfile two{{0.5, 0.25}, {2, 1}};
+  const std::vector<GradientSeries> same = {{"rnn:none", two}, {"rnn:additive", two}};
+  const viz::ReportTable t = gradient_table(same);
+  EXPECT_EQ(t.columns,
+            (std::vector<std::string>{"position", "sentences", "rnn:none", "rnn:additive"}));
+  EXPECT_EQ(t.rows[1], (std::vector<std::string>{"2", "1", "0.25", "0.25"}));
+  const std::vector<GradientSeries> differ = {{"a", two}, {"b", {{1e-5}, {3}}}};
+  const viz::ReportTable d = gradient_table(differ);
+  EXPECT_EQ(d.columns, (std::vector<std::string>{"position", "n a", "a", "n b", "b"}));
+  EXPECT_EQ(d.rows[0], (std::vector<std::string>{"1", "2", "0.5", "3", "1e-05"}));
+  EXPECT_EQ(d.rows[1], (std::vector<std::string>{"2", "1", "0.25", "0", "-"}));
+}
+
+// The limits are checked before anything is loaded, naming the fields.
+TEST(GradientFlow, MeasuringRefusesLimitsThatLeaveNothing) {
+  const data::ParallelCorpus corpus;
+  EXPECT_TRUE(testing::throws_with<FieldError>(
+      [&] { measure_gradient_flow("no-such-model", corpus, {.min_length = 5, .max_length = 4}); },
+      {"min_length 5 exceeds max_length 4"}));
+  EXPECT_TRUE(testing::throws_with<FieldError>(
+      [&] { measure_gradient_flow("no-such-model", corpus, {.mini_batch = 0}); },
+      {"mini_batch 0 must be >= 1"}));
+  EXPECT_TRUE(testing::throws_with<IoError>(
+      [&] { measure_gradient_flow("no-such-model", corpus, {}); }, {"no-such-model"}));
 }
 
 }  // namespace

@@ -21,14 +21,17 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "qkv/data/batcher.h"
+#include "qkv/data/parallel_corpus.h"
 #include "qkv/models/seq2seq.h"
 #include "qkv/viz/chart.h"
+#include "qkv/viz/report.h"
 
 namespace qkv::experiment {
 
@@ -84,5 +87,41 @@ std::string gradient_csv(std::span<const GradientSeries> series);
 // max_buckets < 1.
 viz::BucketChart gradient_chart(std::span<const GradientSeries> series, std::string title,
                                 int64_t max_buckets = 15);
+
+// position | sentences | one column per series: `qkv gradflow`'s table. When the series
+// counted different sentences by position (their vocabularies cut them differently), each
+// series gets its own "n <name>" column instead of the shared one.
+viz::ReportTable gradient_table(std::span<const GradientSeries> series);
+
+// How `qkv gradflow` (and any caller) measures one model file: which pairs, where.
+struct GradientFlowOptions {
+  GradientSite site = GradientSite::EncoderInput;
+  // Measure freshly initialised weights of the file's config, built with `seed`, instead
+  // of the trained ones (qkv train's default seed gives the weights its training started
+  // from).
+  bool init = false;
+  uint64_t seed = 1111;
+  // Pairs whose source has fewer subword tokens, or either side more, are skipped (the
+  // upper limit also capped by a Transformer's positions); then the first max_sentences.
+  int64_t min_length = 1;
+  int64_t max_length = 100;
+  int64_t max_sentences = 500;
+  int64_t mini_batch = 16;  // sentences per forward/backward pass
+};
+
+struct GradientFlowRun {
+  GradientSeries series;  // named "rnn:additive", "transformer", + " (init)" with init
+  int64_t sentences = 0;  // pairs measured
+  int64_t skipped = 0;    // pairs left out: empty after encoding, or outside the lengths
+  double seconds = 0;     // the forward and backward passes
+};
+
+// Loads `model` (a model directory or file, as decode::Translator::load), tokenises
+// `corpus` with its vocabulary, keeps the usable pairs and measures them. FieldError for
+// min_length > max_length or limits below 1, FieldIoError ({model}) when no pair is usable;
+// the loader's errors.
+GradientFlowRun measure_gradient_flow(const std::filesystem::path& model,
+                                      const data::ParallelCorpus& corpus,
+                                      const GradientFlowOptions& options);
 
 }  // namespace qkv::experiment
