@@ -1,6 +1,7 @@
 #include "qkv/serve/service.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <future>
 #include <nlohmann/json.hpp>
@@ -214,8 +215,32 @@ const ServiceOptions& Service::options() const {
   return state_->options;
 }
 
-void Service::count(std::string_view endpoint, int status) {
-  state_->metrics.count_request(endpoint, status);
+Reply Service::transport_error(int status, std::string_view method, std::string_view path) {
+  State& s = *state_;
+  const std::string what =
+      status == 413 ? "the request body is larger than the " +
+                          std::to_string(s.options.limits.body_bytes) + " bytes allowed"
+      : status == 404 ? "no such endpoint: " + std::string(method) + " " + std::string(path)
+                      : "HTTP " + std::to_string(status);
+  constexpr std::array<std::string_view, 6> kPaths{"/translate", "/score",   "/models",
+                                                   "/health",    "/metrics", "/"};
+  const bool known = std::find(kPaths.begin(), kPaths.end(), path) != kPaths.end();
+  s.metrics.count_request(known ? path : "other", status);
+  return json_reply(status, error_body(what));
+}
+
+ModelSpec parse_model_spec(const std::string& text) {
+  namespace fs = std::filesystem;
+  const size_t eq = text.find('=');
+  std::error_code ec;
+  if (eq != std::string::npos && eq > 0 && !fs::exists(text, ec))
+    return {text.substr(0, eq), text.substr(eq + 1)};
+  fs::path path = fs::path(text).lexically_normal();
+  if (path.has_filename() && path.filename().string().ends_with(".safetensors"))
+    path = path.parent_path();
+  const std::string name =
+      path.filename().empty() ? path.parent_path().filename().string() : path.filename().string();
+  return {name.empty() ? "model" : name, text};
 }
 
 Reply Service::translate(std::string_view body, std::string_view header_key) {

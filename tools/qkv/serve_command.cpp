@@ -4,7 +4,6 @@
 #include <memory>
 
 #include "command.h"
-#include "decode_commands.h"
 #include "qkv/base/error.h"
 #include "qkv/cli/options.h"
 #include "qkv/serve/service.h"
@@ -61,22 +60,9 @@ cli::OptionSet serve_options() {
   return o;
 }
 
-// "NAME=DIR" or "DIR" (named after the directory: DIR itself, or a model file's folder).
-serve::ModelSpec model_spec(const std::string& flag) {
-  const size_t eq = flag.find('=');
-  if (eq != std::string::npos && eq > 0 && !fs::exists(flag))
-    return {flag.substr(0, eq), flag.substr(eq + 1)};
-  fs::path path = fs::path(flag).lexically_normal();
-  if (path.has_filename() && path.filename().string().ends_with(".safetensors"))
-    path = path.parent_path();
-  const std::string name =
-      path.filename().empty() ? path.parent_path().filename().string() : path.filename().string();
-  return {name.empty() ? "model" : name, flag};
-}
-
 serve::ServiceOptions service_options(const cli::ParsedOptions& p) {
   serve::ServiceOptions o;
-  for (const std::string& m : p.get_list("model")) o.models.push_back(model_spec(m));
+  for (const std::string& m : p.get_list("model")) o.models.push_back(serve::parse_model_spec(m));
   o.workers = int(p.get<int64_t>("threads"));
   o.batch_window = std::chrono::microseconds(int64_t(p.get<double>("batch-window") * 1000));
   o.max_batch = p.get<int64_t>("max-batch");
@@ -99,7 +85,7 @@ std::unique_ptr<serve::Service> start_service(const cli::ParsedOptions& p) {
   }
 }
 
-int serve(const cli::ParsedOptions& p) {
+int serve(const cli::ParsedOptions& p, std::span<const char* const> /*args*/) {
   const std::unique_ptr<serve::Service> started = start_service(p);
   serve::Service& service = *started;
   for (const serve::ModelSpec& m : service.options().models)
@@ -114,21 +100,14 @@ int serve(const cli::ParsedOptions& p) {
 }  // namespace
 
 int serve_main(int argc, const char* const* argv) {
-  return run_guarded("serve", [&] {
-    const cli::OptionSet options = serve_options();
-    const cli::ParsedOptions p = options.parse(argc, argv);
-    if (p.help_requested()) {
-      std::cout << options.format_help(
-          "qkv", "serve",
-          "Serves models over HTTP: POST /translate (LibreTranslate's API, plus beam_size, "
-          "n_best, alignment, attention and scores), POST /score, GET /models, /health, "
-          "/metrics, and a web page at / that translates as you type and shows the "
-          "attention. Sentences of concurrent requests are decoded together. SIGTERM or "
-          "SIGINT stop it after the requests in flight.");
-      return kExitOk;
-    }
-    return serve(p);
-  });
+  return run_subcommand(
+      {"serve", serve_options, serve,
+       "Serves models over HTTP: POST /translate (LibreTranslate's API, plus beam_size, "
+       "n_best, alignment, attention and scores), POST /score, GET /models, /health, "
+       "/metrics, and a web page at / that translates as you type and shows the "
+       "attention. Sentences of concurrent requests are decoded together. SIGTERM or "
+       "SIGINT stop it after the requests in flight."},
+      argc, argv);
 }
 
 }  // namespace qkv::tool

@@ -54,20 +54,8 @@ void add_routes(httplib::Server& http, serve::Service& service, std::string_view
   // Errors cpp-httplib answers itself (404 no route, 413 a body over the limit, 400 a
   // request it cannot read) get the service's JSON error body and are counted.
   http.set_error_handler([&](const httplib::Request& req, httplib::Response& res) {
-    if (res.body.empty()) {  // else the service answered, and counted it
-      const std::string what =
-          res.status == 413
-              ? "the request body is larger than the " +
-                    std::to_string(service.options().limits.body_bytes) + " bytes allowed"
-          : res.status == 404 ? "no such endpoint: " + req.method + " " + req.path
-                              : "HTTP " + std::to_string(res.status);
-      res.set_content(serve::error_body(what), "application/json");
-      // Paths no route knows share one label: the metrics must not grow per URL.
-      const bool known = req.path == "/translate" || req.path == "/score" ||
-                         req.path == "/models" || req.path == "/health" || req.path == "/metrics" ||
-                         req.path == "/";
-      service.count(known ? req.path : "other", res.status);
-    }
+    if (res.body.empty())  // else the service answered, and counted it
+      send(res, service.transport_error(res.status, req.method, req.path));
   });
 }
 

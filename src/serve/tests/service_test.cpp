@@ -267,5 +267,30 @@ TEST(Service, ShutdownAnswersWhatIsQueuedAndRefusesTheRest) {
   EXPECT_EQ(s.health().status, 503);
 }
 
+TEST(Service, ErrorsOfTheBindingAreJsonAndCountedUnderFewLabels) {
+  Service s(two_models(1));
+  Reply r = s.transport_error(404, "GET", "/nope/1");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(body_of(r).at("error"), "no such endpoint: GET /nope/1");
+  s.transport_error(404, "GET", "/nope/2");
+  r = s.transport_error(413, "POST", "/translate");
+  EXPECT_NE(body_of(r).at("error").get<std::string>().find("larger than the"), std::string::npos);
+  const std::string metrics = s.metrics().body;
+  EXPECT_NE(metrics.find("endpoint=\"other\",status=\"404\"} 2"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("endpoint=\"/translate\",status=\"413\"} 1"), std::string::npos)
+      << metrics;
+  EXPECT_EQ(metrics.find("/nope"), std::string::npos) << metrics;
+}
+
+TEST(ModelSpec, NameEqualsPathOrTheDirectorysName) {
+  EXPECT_EQ(parse_model_spec("en-de=runs/m").name, "en-de");
+  EXPECT_EQ(parse_model_spec("en-de=runs/m").path, "runs/m");
+  EXPECT_EQ(parse_model_spec("runs/en-fr/").name, "en-fr");
+  EXPECT_EQ(parse_model_spec("runs/en-fr/model.best.safetensors").name, "en-fr");
+  EXPECT_EQ(parse_model_spec("runs/en-fr/model.best.safetensors").path,
+            "runs/en-fr/model.best.safetensors");
+  EXPECT_EQ(parse_model_spec("/").name, "model");
+}
+
 }  // namespace
 }  // namespace qkv::serve

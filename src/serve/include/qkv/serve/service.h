@@ -31,6 +31,10 @@ struct ModelSpec {
   std::filesystem::path path;  // a model directory or file
 };
 
+// "NAME=DIR", or "DIR" named after its directory (DIR itself, or a model file's folder;
+// "model" when it has no name). A path that exists is a path, even with '=' in it.
+ModelSpec parse_model_spec(const std::string& text);
+
 struct ServiceOptions {
   std::vector<ModelSpec> models;  // >= 1; the first answers requests that name none
   int workers = 1;                // decoding threads, each with its own copy of every model
@@ -73,9 +77,11 @@ class Service {
   // For an endpoint of the binding's own (the page): the 401 reply (counted) when a key is
   // needed and `header_key` is not it, else nullopt.
   std::optional<Reply> refuse_without_key(std::string_view header_key);
-  // A reply to count in the metrics that the binding produced itself (a 404, a 413 for a
-  // body it would not read).
-  void count(std::string_view endpoint, int status);
+  // The reply, counted in the metrics, to a request the binding refused itself: 404 (no
+  // route for `method` `path`), 413 (a body over limits.body_bytes, not read), else the
+  // bare status. Paths no endpoint has share one metrics label, so the metrics cannot grow
+  // per URL.
+  Reply transport_error(int status, std::string_view method, std::string_view path);
 
   // Refuses new requests (503), answers every queued one, stops the workers. Idempotent.
   void shutdown();
