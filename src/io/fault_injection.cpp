@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "detail/syscalls.h"
+#include "qkv/base/env.h"
 #include "qkv/base/error.h"
 
 namespace qkv::io {
@@ -110,6 +111,12 @@ DelayBeforeRename::DelayBeforeRename(std::chrono::milliseconds delay)
 }
 DelayBeforeRename::~DelayBeforeRename() {
   g_rename_delay_ms.store(previous_ms_);
+}
+
+FaultsFromEnvironment::FaultsFromEnvironment() {
+  if (const auto ms = env_int("QKV_TEST_SAVE_DELAY_MS", 0, 60'000))
+    delay_.emplace(std::chrono::milliseconds(*ms));
+  if (const auto n = env_int("QKV_TEST_FAIL_NTH_WRITE", 1, int64_t{1} << 40)) fail_.emplace(*n);
 }
 
 }  // namespace testing

@@ -2,8 +2,10 @@
 #include "qkv/train/gradient_exchange.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "qkv/base/error.h"
+#include "qkv/base/field_error.h"
 
 namespace qkv::train {
 
@@ -68,6 +70,19 @@ void check_same_run(GradientExchange& exchange, std::span<const FingerprintItem>
                 "); every rank must run the same flags on the same corpora, vocabulary and "
                 "checkpoint");
   }
+}
+
+int launcher_world_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+    if (const char* text = std::getenv(name)) return std::atoi(text);
+  return 0;
+}
+
+bool trains_with_others(DataParallel mode, int world) {
+  QKV_CHECK(mode != DataParallel::Off || world <= 1, FieldError, "mpirun started ", world,
+            " ranks but {data_parallel} is off: each would train the same model into the same "
+            "directory; drop {data_parallel} off, or run without mpirun");
+  return mode == DataParallel::Mpi || (mode == DataParallel::Auto && world > 1);
 }
 
 }  // namespace qkv::train

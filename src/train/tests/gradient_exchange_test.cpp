@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "qkv/base/error.h"
+#include "qkv/base/field_error.h"
 
 namespace qkv::train {
 namespace {
@@ -101,6 +103,34 @@ TEST(GradientExchange, TheStartUpCheckNamesWhatDiffersAndTheRank) {
   // One process: nothing to compare, nothing gathered.
   LocalExchange alone;
   EXPECT_NO_THROW(check_same_run(alone, kItems));
+}
+
+TEST(DataParallel, AutoFollowsTheLauncherAndOffRefusesSeveralRanks) {
+  EXPECT_FALSE(trains_with_others(DataParallel::Auto, 0));
+  EXPECT_FALSE(trains_with_others(DataParallel::Auto, 1));
+  EXPECT_TRUE(trains_with_others(DataParallel::Auto, 2));
+  EXPECT_TRUE(trains_with_others(DataParallel::Mpi, 0));  // mpi alone: a world of one
+  EXPECT_FALSE(trains_with_others(DataParallel::Off, 1));
+  try {
+    trains_with_others(DataParallel::Off, 3);
+    ADD_FAILURE() << "off under a launcher of 3 ranks was accepted";
+  } catch (const FieldError& e) {
+    EXPECT_EQ(e.fields().front(), "data_parallel");
+    EXPECT_NE(std::string(e.what()).find("mpirun started 3 ranks but data_parallel is off"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(DataParallel, TheLauncherSaysHowManyProcessesItStarted) {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"}) ::unsetenv(name);
+  EXPECT_EQ(launcher_world_size(), 0);
+  ::setenv("PMI_SIZE", "4", 1);
+  EXPECT_EQ(launcher_world_size(), 4);
+  ::setenv("OMPI_COMM_WORLD_SIZE", "2", 1);  // Open MPI's own variable first
+  EXPECT_EQ(launcher_world_size(), 2);
+  ::unsetenv("PMI_SIZE");
+  ::unsetenv("OMPI_COMM_WORLD_SIZE");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 namespace qkv::io::testing {
 
@@ -58,6 +59,20 @@ class DelayBeforeRename {
 
  private:
   std::int64_t previous_ms_;
+};
+
+// The hooks a process arms from its environment for the reliability tests
+// (tests/reliability/*.sh run `qkv train` with them); none while the variables are unset.
+// QKV_TEST_SAVE_DELAY_MS=N (0..60000) arms DelayBeforeRename(N ms);
+// QKV_TEST_FAIL_NTH_WRITE=N (>= 1) arms FailNthWrite(N), counted from construction. A
+// variable set to anything else is a ConfigError naming it (env_int).
+class FaultsFromEnvironment {
+ public:
+  FaultsFromEnvironment();
+
+ private:
+  std::optional<DelayBeforeRename> delay_;
+  std::optional<FailNthWrite> fail_;
 };
 
 }  // namespace qkv::io::testing

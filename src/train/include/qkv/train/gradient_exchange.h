@@ -110,4 +110,15 @@ struct FingerprintItem {
 // others). `items` must list the same names in the same order on every rank.
 void check_same_run(GradientExchange& exchange, std::span<const FingerprintItem> items);
 
+// The number of processes a launcher started with this one: mpirun's OMPI_COMM_WORLD_SIZE,
+// or a PMI launcher's PMI_SIZE / PMIX_SIZE; 0 when none did.
+int launcher_world_size();
+
+// Whether a process trains with others (`--data-parallel`): always for Mpi; for Auto when
+// a launcher started more than one process. FieldError naming {data_parallel} for Off
+// under a launcher with several processes: each would train the same model into the same
+// directory.
+enum class DataParallel { Auto, Off, Mpi };
+bool trains_with_others(DataParallel mode, int launcher_world_size);
+
 }  // namespace qkv::train
