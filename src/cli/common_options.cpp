@@ -28,7 +28,10 @@ void add_search_options(OptionSet& o, double max_length_factor) {
 }
 
 SearchValues search_values(const ParsedOptions& p) {
-  return {.beam_size = p.get<int64_t>("beam-size"), .normalize = p.get<double>("normalize")};
+  return {.beam_size = p.get<int64_t>("beam-size"),
+          .normalize = p.get<double>("normalize"),
+          .max_length_factor = p.declares("max-length-factor") ? p.get<double>("max-length-factor")
+                                                               : kMaxLengthFactor};
 }
 
 void add_max_length_option(OptionSet& o, int64_t max) {
@@ -40,6 +43,15 @@ void add_max_length_option(OptionSet& o, int64_t max) {
 
 void add_mini_batch_option(OptionSet& o) {
   o.add_int("mini-batch", 32, "Sentences (or pairs) decoded together.").range(1, 100000);
+}
+
+void add_model_option(OptionSet& o) {
+  o.add_path("model", std::nullopt,
+             "Model directory written by `qkv train` (its model.safetensors), or a model file "
+             "(e.g. DIR/model.best.safetensors).")
+      .alias('m')
+      .required()
+      .metavar("DIR");
 }
 
 }  // namespace qkv::cli

@@ -53,4 +53,16 @@ int run_guarded(std::string_view command, const std::function<int()>& body) {
   }
 }
 
+int run_subcommand(const Subcommand& command, int argc, const char* const* argv) {
+  return run_guarded(command.name, [&] {
+    const cli::OptionSet options = command.options();
+    const cli::ParsedOptions p = options.parse(argc, argv);
+    if (p.help_requested()) {
+      std::cout << options.format_help("qkv", command.name, command.description);
+      return kExitOk;
+    }
+    return command.run(p, std::span(argv + 1, size_t(argc > 0 ? argc - 1 : 0)));
+  });
+}
+
 }  // namespace qkv::tool

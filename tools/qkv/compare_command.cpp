@@ -8,7 +8,6 @@
 #include <iostream>
 
 #include "command.h"
-#include "experiment_commands.h"
 #include "qkv/cli/field_names.h"
 #include "qkv/experiment/comparison_flags.h"
 #include "qkv/experiment/finding.h"

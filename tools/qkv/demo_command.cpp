@@ -3,7 +3,6 @@
 #include <iostream>
 
 #include "command.h"
-#include "experiment_commands.h"
 #include "qkv/cli/common_options.h"
 #include "qkv/cli/field_names.h"
 #include "qkv/cli/options.h"
@@ -59,28 +58,24 @@ void announce(const experiment::DemoSettings& d, const experiment::ComparisonSpe
             << d.minutes << " min; results in " << d.out.string() << "\n";
 }
 
+int demo(const cli::ParsedOptions& p, std::span<const char* const> args) {
+  const experiment::DemoSettings d = demo_settings(p);
+  experiment::ComparisonSpec spec = experiment::demo_spec(d);
+  spec.command = "qkv demo " + cli::shell_quote(std::vector<std::string>(args.begin(), args.end()));
+  announce(d, spec);
+  return run_and_print_comparison(spec);
+}
+
 }  // namespace
 
 int demo_main(int argc, const char* const* argv) {
-  return run_guarded("demo", [&] {
-    const cli::OptionSet options = demo_options();
-    const cli::ParsedOptions p = options.parse(argc, argv);
-    if (p.help_requested()) {
-      std::cout << options.format_help(
-          "qkv", "demo",
-          "The main job: on Multi30k En->De (shipped in the repository), trains an RNN "
-          "without attention, an RNN with attention (Bahdanau) and a Transformer within "
-          "--minutes on 2 cores, translates the test set with each, prints the comparison "
-          "table and writes DIR/report.html. It runs `qkv compare` with small models and "
-          "a per-model time budget.");
-      return kExitOk;
-    }
-    const experiment::DemoSettings d = demo_settings(p);
-    experiment::ComparisonSpec spec = experiment::demo_spec(d);
-    spec.command = "qkv demo " + cli::shell_quote(std::vector<std::string>(argv + 1, argv + argc));
-    announce(d, spec);
-    return run_and_print_comparison(spec);
-  });
+  return run_subcommand(
+      {"demo", demo_options, demo,
+       "The main job: on Multi30k En->De (shipped in the repository), trains an RNN without "
+       "attention, an RNN with attention (Bahdanau) and a Transformer within --minutes on 2 "
+       "cores, translates the test set with each, prints the comparison table and writes "
+       "DIR/report.html. It runs `qkv compare` with small models and a per-model time budget."},
+      argc, argv);
 }
 
 }  // namespace qkv::tool

@@ -10,8 +10,6 @@
 #include <vector>
 
 #include "command.h"
-#include "decode_commands.h"
-#include "experiment_commands.h"
 #include "qkv/base/memory.h"
 #include "qkv/cli/options.h"
 

@@ -3,7 +3,6 @@
 #include <iostream>
 
 #include "command.h"
-#include "experiment_commands.h"
 #include "qkv/cli/options.h"
 #include "qkv/experiment/results.h"
 
@@ -25,27 +24,23 @@ cli::OptionSet report_options() {
   return o;
 }
 
+int report(const cli::ParsedOptions& p, std::span<const char* const> /*args*/) {
+  const fs::path dir = p.get<fs::path>("compare");
+  const fs::path out = p.has("output") ? p.get<fs::path>("output") : dir / experiment::kReportHtml;
+  experiment::write_report(dir, out);
+  std::cerr << "wrote " << out.string() << "\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 int report_main(int argc, const char* const* argv) {
-  return run_guarded("report", [&] {
-    const cli::OptionSet options = report_options();
-    const cli::ParsedOptions p = options.parse(argc, argv);
-    if (p.help_requested()) {
-      std::cout << options.format_help(
-          "qkv", "report",
-          "Writes one self-contained HTML page (inline CSS, JS and SVG; opens offline) from a "
-          "comparison: the table, BLEU by source length, and attention heatmaps of sample "
-          "test sentences (hover a target word to shade its source words).");
-      return kExitOk;
-    }
-    const fs::path dir = p.get<fs::path>("compare");
-    const fs::path out =
-        p.has("output") ? p.get<fs::path>("output") : dir / experiment::kReportHtml;
-    experiment::write_report(dir, out);
-    std::cerr << "wrote " << out.string() << "\n";
-    return kExitOk;
-  });
+  return run_subcommand(
+      {"report", report_options, report,
+       "Writes one self-contained HTML page (inline CSS, JS and SVG; opens offline) from a "
+       "comparison: the table, BLEU by source length, and attention heatmaps of sample test "
+       "sentences (hover a target word to shade its source words)."},
+      argc, argv);
 }
 
 }  // namespace qkv::tool

@@ -34,35 +34,32 @@ cli::OptionSet vocab_options() {
   return o;
 }
 
+int vocab(const cli::ParsedOptions& p, std::span<const char* const> /*args*/) {
+  std::vector<std::filesystem::path> files;
+  for (const std::string& f : p.get_list("train-sets")) files.emplace_back(f);
+  data::VocabTrainOptions train;
+  train.model = p.get<std::string>("subword") == "bpe" ? data::SubwordModel::Bpe
+                                                       : data::SubwordModel::Unigram;
+  train.seed = static_cast<uint32_t>(p.get<int64_t>("seed"));
+  train.character_coverage = p.get<double>("character-coverage");
+  train.max_sentences = p.get<int64_t>("max-sentences");
+  if (p.get<bool>("skip-invalid")) train.read.invalid = data::InvalidLines::Skip;
+  const auto output = p.get<std::filesystem::path>("output");
+  const data::VocabTrainReport r =
+      data::train_vocab(files, static_cast<int32_t>(p.get<int64_t>("vocab-size")), output, train);
+  // train_vocab logs the summary line itself; add what was read from each file.
+  for (size_t i = 0; i < r.files.size() && i < files.size(); ++i)
+    std::cerr << r.files[i].describe(files[i]) << "\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 int vocab_main(int argc, const char* const* argv) {
-  return run_guarded("vocab", [&] {
-    const cli::OptionSet options = vocab_options();
-    const cli::ParsedOptions p = options.parse(argc, argv);
-    if (p.help_requested()) {
-      std::cout << options.format_help("qkv", "vocab",
-                                       "Trains one joint SentencePiece vocabulary on the "
-                                       "training corpora (source and target together).");
-      return kExitOk;
-    }
-    std::vector<std::filesystem::path> files;
-    for (const std::string& f : p.get_list("train-sets")) files.emplace_back(f);
-    data::VocabTrainOptions train;
-    train.model = p.get<std::string>("subword") == "bpe" ? data::SubwordModel::Bpe
-                                                         : data::SubwordModel::Unigram;
-    train.seed = static_cast<uint32_t>(p.get<int64_t>("seed"));
-    train.character_coverage = p.get<double>("character-coverage");
-    train.max_sentences = p.get<int64_t>("max-sentences");
-    if (p.get<bool>("skip-invalid")) train.read.invalid = data::InvalidLines::Skip;
-    const auto output = p.get<std::filesystem::path>("output");
-    const data::VocabTrainReport r =
-        data::train_vocab(files, static_cast<int32_t>(p.get<int64_t>("vocab-size")), output, train);
-    // train_vocab logs the summary line itself; add what was read from each file.
-    for (size_t i = 0; i < r.files.size() && i < files.size(); ++i)
-      std::cerr << r.files[i].describe(files[i]) << "\n";
-    return kExitOk;
-  });
+  return run_subcommand({"vocab", vocab_options, vocab,
+                         "Trains one joint SentencePiece vocabulary on the training corpora "
+                         "(source and target together)."},
+                        argc, argv);
 }
 
 }  // namespace qkv::tool

@@ -206,6 +206,9 @@ class ParsedOptions {
   bool is_set(std::string_view name) const;
   // Has a value: given, or declared with a default.
   bool has(std::string_view name) const;
+  // Whether the option set that parsed these declared `name` (flag groups read options
+  // that some commands leave out).
+  bool declares(std::string_view name) const { return index_.find(name) != index_.end(); }
   Source source(std::string_view name) const;
 
   bool help_requested() const { return help_requested_; }
