@@ -49,7 +49,9 @@ TEST_F(DecodeToolTest, ScoreWritesOneLinePerPair) {
   write("short.txt", "der rote hund lauft\n");
   const Result uneven = qkv({"score", "-m", "rnn", "--src", "s.txt", "--tgt", "short.txt"});
   EXPECT_EQ(uneven.code, 1);
-  EXPECT_TRUE(contains(uneven.err, "qkv score: error: --src s.txt and --tgt short.txt differ"))
+  EXPECT_TRUE(contains(uneven.err,
+                       "qkv score: error: s.txt and short.txt differ in length: short.txt ends "
+                       "after 1 lines, s.txt goes on"))
       << uneven.err;
 }
 
