@@ -78,18 +78,17 @@ void DecodeToolTest::TearDown() {
 
 void DecodeToolTest::make_model_dir(const std::string& name, models::ModelType type,
                                     models::AttentionKind attention) {
-  models::ModelConfig c;
-  c.type = type;
-  c.attention = attention;
-  c.cell = models::CellType::Gru;
-  c.vocab_size = kVocabSize;
-  c.dim_emb = 16;
-  c.dim_rnn = 12;
-  c.enc_depth = 1;
-  c.dec_depth = 2;
-  c.heads = 2;
-  c.dim_ffn = 24;
-  c.max_positions = 64;
+  const models::ModelConfig c{.type = type,
+                              .attention = attention,
+                              .cell = models::CellType::Gru,
+                              .vocab_size = kVocabSize,
+                              .dim_emb = 16,
+                              .dim_rnn = 12,
+                              .enc_depth = 1,
+                              .dec_depth = 2,
+                              .heads = 2,
+                              .dim_ffn = 24,
+                              .max_positions = 64};
   const auto model = models::make_model(c, 5);
   fs::create_directories(dir_ / name);
   fs::copy_file(dir_ / "vocab.spm", dir_ / name / train::kVocabFile);
