@@ -72,7 +72,6 @@ train::TrainerOptions trainer_options(const TrainSettings& t,
             " so that every kept pair fits in a batch");
   o.seed = static_cast<uint64_t>(t.seed);
   o.schedule = {.kind = t.lr_schedule, .learning_rate = t.learn_rate, .warmup = t.warmup};
-  train::validate(o.schedule);
   o.clip_norm = t.clip_norm;
   o.label_smoothing = t.label_smoothing;
   o.valid_freq = t.valid_freq;
@@ -92,6 +91,7 @@ train::TrainerOptions trainer_options(const TrainSettings& t,
   o.after.updates = budget.updates;
   o.after.epochs = budget.epochs;
   if (budget.wall_time) o.after.seconds = double(budget.wall_time->count());
+  train::check_options(o);  // every option before any work, not once the data is read
   return o;
 }
 

@@ -6,6 +6,7 @@
 #include "qkv/base/hash.h"
 #include "qkv/base/log.h"
 #include "qkv/base/thread_pool.h"
+#include "qkv/cli/field_names.h"
 #include "qkv/data/parallel_corpus.h"
 #include "qkv/experiment/train_flags.h"
 #include "qkv/io/atomic_file.h"
@@ -99,9 +100,7 @@ void report_start(std::ostream& log, train::Trainer& t, const train::GradientExc
         << "\n";
 }
 
-}  // namespace
-
-train::TrainSummary run_training_session(const cli::ParsedOptions& p, const TrainingHooks& hooks) {
+train::TrainSummary train_session(const cli::ParsedOptions& p, const TrainingHooks& hooks) {
   if (p.get<int64_t>("threads") > 0) set_num_threads(int(p.get<int64_t>("threads")));
   // Every flag is checked before any work (a vocabulary can take minutes to train).
   train::TrainerOptions options = trainer_options_from(p);
@@ -178,6 +177,13 @@ train::TrainSummary run_training_session(const cli::ParsedOptions& p, const Trai
     *log << "best validation cross-entropy " << *s.progress.best_valid_loss << " (BLEU "
          << s.progress.best_valid_bleu << "): " << (dir / train::kBestModelFile).string() << "\n";
   return s;
+}
+
+}  // namespace
+
+train::TrainSummary run_training_session(const cli::ParsedOptions& p, const TrainingHooks& hooks) {
+  // The session was given flags: the library's field errors name them.
+  return cli::naming_flags([&] { return train_session(p, hooks); });
 }
 
 }  // namespace qkv::experiment

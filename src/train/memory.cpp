@@ -46,8 +46,10 @@ std::string describe(const BatchShape& b) {
          " source and " + std::to_string(b.target_length) + " target tokens";
 }
 
-constexpr const char* kModelFlags =
-    "--dim-emb, --dim-ffn, --dim-rnn, --enc-depth, --dec-depth or --vocab-size";
+// The remedies mark the fields to reduce (ModelConfig's, TrainSettings'), for each front
+// end to name (check_memory throws a FieldResourceError).
+constexpr const char* kModelFields =
+    "{dim_emb}, {dim_ffn}, {dim_rnn}, {enc_depth}, {dec_depth} or {vocab_size}";
 
 }  // namespace
 
@@ -122,16 +124,16 @@ void check_training_memory(const models::ModelConfig& config, const BatchShape& 
                      format_bytes(m.accumulation_bytes) + " with " + parameters +
                      " parameters) besides the model and the largest batch (" +
                      format_bytes(m.model_bytes + m.activation_bytes) + ")",
-                 "lower --accumulate (each micro-batch but the last is kept whole on ranks > 0) "
+                 "lower {accumulate} (each micro-batch but the last is kept whole on ranks > 0) "
                  "or reduce the model: " +
-                     std::string(kModelFlags));
+                     std::string(kModelFields));
     return;
   }
   if (batch.sentences == 0) {
     check_memory(m.total(),
                  "training this model (" + parameters +
                      " parameters, with their gradients and Adam's two moments)",
-                 std::string("reduce the model: ") + kModelFlags);
+                 std::string("reduce the model: ") + kModelFields);
     return;
   }
   check_memory(m.total(),
@@ -140,9 +142,9 @@ void check_training_memory(const models::ModelConfig& config, const BatchShape& 
                    format_bytes(m.activation_bytes) +
                    " of activations and the loss's buffers) with " + parameters + " parameters (" +
                    format_bytes(m.model_bytes) + " with their gradients and Adam's moments)",
-               std::string("reduce --mini-batch-words (fewer sentences per batch) or --max-length "
+               std::string("reduce {mini_batch_words} (fewer sentences per batch) or {max_length} "
                            "(shorter ones), or the model: ") +
-                   kModelFlags);
+                   kModelFields);
 }
 
 }  // namespace qkv::train

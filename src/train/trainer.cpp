@@ -11,32 +11,35 @@
 #include "detail/trainer_state.h"
 #include "qkv/autograd/functions.h"
 #include "qkv/base/error.h"
+#include "qkv/base/field_error.h"
 #include "qkv/base/hash.h"
 #include "qkv/decode/vocab_stamp.h"
 #include "qkv/io/atomic_file.h"
 #include "qkv/train/memory.h"
 
 namespace qkv::train {
-namespace {
 
+// Errors name the fields (FieldError); the front ends name them in their terms.
 void check_options(const TrainerOptions& o) {
-  QKV_CHECK(!o.model_dir.empty(), ConfigError, "--model: no model directory given");
+  QKV_CHECK(!o.model_dir.empty(), FieldError, "{model_dir}: no model directory given");
   QKV_CHECK(std::isfinite(o.label_smoothing) && o.label_smoothing >= 0 && o.label_smoothing < 1,
-            ConfigError, "--label-smoothing ", o.label_smoothing, " must be in [0, 1)");
-  QKV_CHECK(std::isfinite(o.clip_norm) && o.clip_norm >= 0, ConfigError, "--clip-norm ",
+            FieldError, "{label_smoothing} ", o.label_smoothing, " must be in [0, 1)");
+  QKV_CHECK(std::isfinite(o.clip_norm) && o.clip_norm >= 0, FieldError, "{clip_norm} ",
             o.clip_norm, " must be >= 0 (0 turns clipping off)");
-  for (const auto& [flag, value] :
-       {std::pair{"--valid-freq", o.valid_freq}, std::pair{"--save-freq", o.save_freq},
-        std::pair{"--disp-freq", o.disp_freq}, std::pair{"--early-stopping", o.early_stopping}})
-    QKV_CHECK(value >= 0, ConfigError, flag, " ", value, " must be >= 0 (0 turns it off)");
-  QKV_CHECK(std::isfinite(o.disp_seconds) && o.disp_seconds >= 0, ConfigError, "--disp-seconds ",
+  for (const auto& [field, value] :
+       {std::pair{"{valid_freq} ", o.valid_freq}, std::pair{"{save_freq} ", o.save_freq},
+        std::pair{"{disp_freq} ", o.disp_freq}, std::pair{"{early_stopping} ", o.early_stopping}})
+    QKV_CHECK(value >= 0, FieldError, field, value, " must be >= 0 (0 turns it off)");
+  QKV_CHECK(std::isfinite(o.disp_seconds) && o.disp_seconds >= 0, FieldError, "{disp_seconds} ",
             o.disp_seconds, " must be >= 0 (0 turns it off)");
-  QKV_CHECK(o.accumulate >= 1 && o.accumulate <= 4096, ConfigError, "--accumulate ", o.accumulate,
+  QKV_CHECK(o.accumulate >= 1 && o.accumulate <= 4096, FieldError, "{accumulate} ", o.accumulate,
             " must be in [1, 4096]");
-  QKV_CHECK(o.valid_length_factor > 0, ConfigError, "valid_length_factor ", o.valid_length_factor,
-            " must be > 0");
+  QKV_CHECK(o.valid_length_factor > 0, FieldError, "{valid_length_factor} ",
+            o.valid_length_factor, " must be > 0");
   validate(o.schedule);
 }
+
+namespace {
 
 void check_vocab(const models::ModelConfig& c, const data::Vocab& v) {
   QKV_CHECK(c.vocab_size == v.size(), ConfigError, "the model has vocab_size ", c.vocab_size,
@@ -253,11 +256,11 @@ void Trainer::save_checkpoint() {
     save_model(*s.model, s.options.model_dir / kModelFile, kVocabFile, s.progress.update,
                decode::vocab_stamp(s.data.vocab));
   } catch (const IoError& e) {
-    throw IoError(std::string(e.what()) + "; the last checkpoint in " +
-                      s.options.model_dir.string() +
-                      " is intact: free disk space (or fix the cause above), then rerun with "
-                      "--resume to continue from it",
-                  e.where());
+    throw FieldIoError(std::string(e.what()) + "; the last checkpoint in " +
+                           s.options.model_dir.string() +
+                           " is intact: free disk space (or fix the cause above), then rerun "
+                           "with {resume} to continue from it",
+                       e.where());
   }
 }
 

@@ -6,6 +6,7 @@
 #include "detail/trainer_state.h"
 #include "qkv/autograd/functions.h"
 #include "qkv/base/error.h"
+#include "qkv/base/field_error.h"
 #include "qkv/decode/greedy.h"
 #include "qkv/decode/vocab_stamp.h"
 #include "qkv/eval/bleu.h"
@@ -29,8 +30,8 @@ class EvalMode {
 
 ValidationSet make_validation_set(const data::ParallelCorpus& corpus, const data::Vocab& vocab) {
   auto tokenized = std::make_shared<data::TokenizedCorpus>(data::tokenize(corpus, vocab));
-  QKV_CHECK(!tokenized->source.empty(), ConfigError,
-            "no validation pair left: ", tokenized->stats.describe(), "; check --valid-sets");
+  QKV_CHECK(!tokenized->source.empty(), FieldError,
+            "no validation pair left: ", tokenized->stats.describe(), "; check {valid_sets}");
   ValidationSet set;
   // tokenize() keeps a subsequence of the pairs: walk both by line number.
   size_t j = 0;
@@ -72,7 +73,7 @@ void Trainer::State::prepare_validation() {
 
 ValidationResult Trainer::validate() {
   State& s = *s_;
-  QKV_CHECK(s.data.valid.has_value(), ConfigError, "no validation set given (--valid-sets)");
+  QKV_CHECK(s.data.valid.has_value(), FieldError, "no validation set given ({valid_sets})");
   ValidationResult result;
   {
     const EvalMode eval(*s.model);

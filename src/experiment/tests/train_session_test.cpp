@@ -112,5 +112,21 @@ TEST_F(TrainSessionTest, OptionsThatDoNotFitAreRefusedBeforeAnyWork) {
   EXPECT_FALSE(fs::exists(dir_ / "model"));  // nothing written, no vocabulary trained
 }
 
+// Checks of the trainer and the data below the flag layer name fields; the session, given
+// flags, names the flags.
+TEST_F(TrainSessionTest, LibraryChecksNameTheFlags) {
+  EXPECT_NE(config_error(options({"--max-length", "2", "--after", "1u"}))
+                .find("; raise --max-length or check the training files"),
+            std::string::npos);
+  std::ofstream(dir_ / "blank.src") << "\n\n";
+  std::ofstream(dir_ / "blank.tgt") << "\n\n";
+  const std::string blank = config_error(options(
+      {"--valid-sets", (dir_ / "blank.src").string(), (dir_ / "blank.tgt").string(), "--after",
+       "1u"}));
+  EXPECT_EQ(blank.find("no validation pair left: "), 0u) << blank;
+  EXPECT_NE(blank.find("; check --valid-sets"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace qkv::experiment

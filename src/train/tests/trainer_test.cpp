@@ -177,7 +177,7 @@ TEST_F(TrainerTest, NonFiniteUpdatesInARowStopTrainingWithTheGuardsMessage) {
   Trainer t(testing::tiny_transformer(vocab(), 0.0), *data_, o);
   EXPECT_TRUE(throws_with<DivergenceError>(
       [&] { t.run(); },
-      {"3 consecutive updates", "update 6", "first non-finite gradient is in ", "--learn-rate"}));
+      {"3 consecutive updates", "update 6", "first non-finite gradient is in ", "learn_rate"}));
   EXPECT_EQ(t.progress().update, 6);
   EXPECT_EQ(t.optimizer().step_count(), 3);
   EXPECT_FALSE(std::filesystem::exists(dir / kTrainStateFile));

@@ -59,10 +59,11 @@ BatchShape largest_batch(const models::ModelConfig& config, const data::Tokenize
                          const std::vector<std::vector<int64_t>>& schedule,
                          const data::BatchOptions& options);
 
-// ResourceError when estimate_training_memory(config, batch) exceeds memory_limit()
-// (qkv/base/memory.h), naming the flags that shrink it: the model's sizes (--dim-emb,
-// --dim-ffn, --dim-rnn, --enc-depth, --dec-depth, --vocab-size) and, for a batch,
-// --mini-batch-words and --max-length (and --accumulate when its buffers count).
+// FieldResourceError (a ResourceError) when estimate_training_memory(config, batch)
+// exceeds memory_limit() (qkv/base/memory.h), naming the fields that shrink it: the
+// model's sizes ({dim_emb}, {dim_ffn}, {dim_rnn}, {enc_depth}, {dec_depth}, {vocab_size})
+// and, for a batch, {mini_batch_words} and {max_length} (and {accumulate} when its
+// buffers count).
 void check_training_memory(const models::ModelConfig& config, const BatchShape& batch = {},
                            int64_t gradient_buffers = 0);
 

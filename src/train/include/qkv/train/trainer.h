@@ -143,6 +143,10 @@ struct ValidationResult {
   bool improved = false;  // a new best loss (saved as model.best.safetensors)
 };
 
+// FieldError (a ConfigError) naming the first field of `options` out of range; the
+// Trainer checks its options with it, a front end may call it before any work.
+void check_options(const TrainerOptions& options);
+
 enum class StopReason { Updates, Epochs, WallTime, EarlyStopping, Interrupted };
 
 struct TrainSummary {
@@ -156,9 +160,9 @@ class Trainer {
  public:
   // A new run: a model of `config` initialised from options.seed. Creates
   // options.model_dir and writes vocab.spm into it. ConfigError when config.vocab_size
-  // or its special ids differ from the vocabulary's, or an option is out of range
-  // (naming the flag); ResourceError naming the flags to reduce when the model and the
-  // largest batch would not fit in memory (memory.h), checked before the model is built.
+  // or its special ids differ from the vocabulary's; FieldError naming the option out of
+  // range; FieldResourceError naming the fields to reduce when the model and the largest
+  // batch would not fit in memory (memory.h), checked before the model is built.
   Trainer(const models::ModelConfig& config, TrainingData data, TrainerOptions options);
 
   // Continues the run whose train_state.safetensors is in options.model_dir. `data` must
