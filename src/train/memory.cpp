@@ -51,6 +51,23 @@ std::string describe(const BatchShape& b) {
 constexpr const char* kModelFields =
     "{dim_emb}, {dim_ffn}, {dim_rnn}, {enc_depth}, {dec_depth} or {vocab_size}";
 
+// The bytes of one batch's activations and the fused loss's buffers (the config valid).
+double activation_bytes(const models::ModelConfig& config, const BatchShape& batch) {
+  const double b = double(batch.sentences);
+  const double src = b * double(batch.source_length), tgt = b * double(batch.target_length);
+  const double per_batch = config.type == models::ModelType::Transformer
+                               ? transformer_activations(config, src, tgt)
+                               : rnn_activations(config, src, tgt, double(batch.source_length));
+  // The fused output projection + loss (ops/linear_cross_entropy.h): never the whole
+  // logits [B·Tt, V], but two chunk buffers [chunk, V] (logits and their gradient), and
+  // the gradients it forms in forward, dhidden [B·Tt, E] and dW [V, E].
+  const double vocab = double(config.vocab_size), dim = double(config.dim_emb);
+  const double chunk =
+      std::min(tgt, double(ops::linear_cross_entropy_chunk_rows(config.vocab_size)));
+  const double loss_buffers = tgt > 0 ? 2 * chunk * vocab + tgt * dim + vocab * dim : 0.0;
+  return 4 * (per_batch + loss_buffers);
+}
+
 }  // namespace
 
 int64_t gradient_buffers_for(int64_t accumulate, int ranks, bool sums_as_it_goes) {
@@ -67,19 +84,7 @@ TrainingMemory estimate_training_memory(const models::ModelConfig& config, const
   // computed in float64 and kept in float32.
   m.model_bytes = 16 * f.parameters + 12 * f.position_table;
   m.accumulation_bytes = 4 * f.parameters * double(gradient_buffers);
-  const double b = double(batch.sentences);
-  const double src = b * double(batch.source_length), tgt = b * double(batch.target_length);
-  const double per_batch = config.type == models::ModelType::Transformer
-                               ? transformer_activations(config, src, tgt)
-                               : rnn_activations(config, src, tgt, double(batch.source_length));
-  // The fused output projection + loss (ops/linear_cross_entropy.h): never the whole
-  // logits [B·Tt, V], but two chunk buffers [chunk, V] (logits and their gradient), and
-  // the gradients it forms in forward, dhidden [B·Tt, E] and dW [V, E].
-  const double vocab = double(config.vocab_size), dim = double(config.dim_emb);
-  const double chunk =
-      std::min(tgt, double(ops::linear_cross_entropy_chunk_rows(config.vocab_size)));
-  const double loss_buffers = tgt > 0 ? 2 * chunk * vocab + tgt * dim + vocab * dim : 0.0;
-  m.activation_bytes = 4 * (per_batch + loss_buffers);
+  m.activation_bytes = activation_bytes(config, batch);
   return m;
 }
 
@@ -104,7 +109,7 @@ BatchShape largest_batch(const models::ModelConfig& config, const data::Tokenize
   double most = -1;
   for (const std::vector<int64_t>& indices : schedule) {
     const BatchShape s = batch_shape(corpus, indices, options);
-    const double bytes = estimate_training_memory(config, s).activation_bytes;
+    const double bytes = activation_bytes(config, s);
     if (bytes > most) {
       most = bytes;
       largest = s;

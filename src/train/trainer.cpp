@@ -34,8 +34,6 @@ void check_options(const TrainerOptions& o) {
             o.disp_seconds, " must be >= 0 (0 turns it off)");
   QKV_CHECK(o.accumulate >= 1 && o.accumulate <= 4096, FieldError, "{accumulate} ", o.accumulate,
             " must be in [1, 4096]");
-  QKV_CHECK(o.valid_length_factor > 0, FieldError, "{valid_length_factor} ",
-            o.valid_length_factor, " must be > 0");
   validate(o.schedule);
 }
 
@@ -71,6 +69,19 @@ void remove_leftover_temporaries(const TrainerOptions& o) {
   if (removed > 0 && o.log != nullptr)
     *o.log << "removed " << removed << " temporary file(s) left in " << o.model_dir.string()
            << " by an interrupted save\n";
+}
+
+// vocab.spm in the model directory, unless the directory already holds exactly this
+// vocabulary (a front end trained it there): written once either way.
+void write_vocab(const std::filesystem::path& dir, const data::Vocab& vocab) {
+  const std::filesystem::path file = dir / kVocabFile;
+  const std::string bytes = vocab.serialized();
+  std::error_code ec;
+  if (std::filesystem::file_size(file, ec) == bytes.size() && !ec) {
+    const std::vector<std::byte> there = io::read_file(file, bytes.size());
+    if (std::equal(there.begin(), there.end(), std::as_bytes(std::span(bytes)).begin())) return;
+  }
+  io::write_file_atomically(file, std::as_bytes(std::span(bytes.data(), bytes.size())));
 }
 
 // Takes the special ids from the vocabulary (the batcher and the model must agree).
@@ -150,9 +161,7 @@ Trainer::Trainer(const models::ModelConfig& config, TrainingData data, TrainerOp
             ec ? ec.message() : "not a directory");
   if (s.rank0()) {
     remove_leftover_temporaries(s.options);
-    const std::string vocab = s.data.vocab.serialized();
-    io::write_file_atomically(s.options.model_dir / kVocabFile,
-                              std::as_bytes(std::span(vocab.data(), vocab.size())));
+    write_vocab(s.options.model_dir, s.data.vocab);
   }
   s.prepare_validation();
   check_ranks_agree();

@@ -9,8 +9,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "qkv/base/error.h"
+#include "qkv/experiment/settings.h"
 #include "qkv/experiment/train_flags.h"
 #include "qkv/train/checkpoint.h"
 
@@ -126,6 +128,25 @@ TEST_F(TrainSessionTest, LibraryChecksNameTheFlags) {
   EXPECT_EQ(blank.find("no validation pair left: "), 0u) << blank;
   EXPECT_NE(blank.find("; check --valid-sets"),
             std::string::npos);
+}
+
+// The session trains with the standard validators (validators.h), as every front end
+// does: BLEU in each validation line, the best model kept beside the last one.
+TEST_F(TrainSessionTest, ValidationMeasuresBleuAndKeepsTheBestModel) {
+  EXPECT_EQ(trainer_options(TrainSettings{}, "unused").validation_observers.size(), 2u);
+  std::ostringstream log;
+  const train::TrainSummary s = run_training_session(
+      options({"--valid-sets", (dir_ / "train.src").string(), (dir_ / "train.tgt").string(),
+               "--valid-freq", "2", "--after", "4u"}),
+      {.log = &log});
+  const std::string text = log.str();
+  EXPECT_NE(text.find("validation 1 at up 2: cross-entropy "), std::string::npos) << text;
+  EXPECT_NE(text.find(", BLEU "), std::string::npos) << text;
+  EXPECT_NE(text.find(" (new best, saved model.best.safetensors)"), std::string::npos) << text;
+  EXPECT_NE(text.find("best validation cross-entropy "), std::string::npos) << text;
+  ASSERT_TRUE(s.last_validation.has_value());
+  EXPECT_TRUE(s.last_validation->bleu.has_value());
+  EXPECT_TRUE(fs::exists(dir_ / "model" / train::kBestModelFile));
 }
 
 }  // namespace
