@@ -24,8 +24,8 @@ void check_options(const TrainerOptions& o) {
   QKV_CHECK(!o.model_dir.empty(), FieldError, "{model_dir}: no model directory given");
   QKV_CHECK(std::isfinite(o.label_smoothing) && o.label_smoothing >= 0 && o.label_smoothing < 1,
             FieldError, "{label_smoothing} ", o.label_smoothing, " must be in [0, 1)");
-  QKV_CHECK(std::isfinite(o.clip_norm) && o.clip_norm >= 0, FieldError, "{clip_norm} ",
-            o.clip_norm, " must be >= 0 (0 turns clipping off)");
+  QKV_CHECK(std::isfinite(o.clip_norm) && o.clip_norm >= 0, FieldError, "{clip_norm} ", o.clip_norm,
+            " must be >= 0 (0 turns clipping off)");
   for (const auto& [field, value] :
        {std::pair{"{valid_freq} ", o.valid_freq}, std::pair{"{save_freq} ", o.save_freq},
         std::pair{"{disp_freq} ", o.disp_freq}, std::pair{"{early_stopping} ", o.early_stopping}})
@@ -79,7 +79,8 @@ void write_vocab(const std::filesystem::path& dir, const data::Vocab& vocab) {
   std::error_code ec;
   if (std::filesystem::file_size(file, ec) == bytes.size() && !ec) {
     const std::vector<std::byte> there = io::read_file(file, bytes.size());
-    if (std::equal(there.begin(), there.end(), std::as_bytes(std::span(bytes)).begin())) return;
+    const std::span<const std::byte> want = std::as_bytes(std::span(bytes));
+    if (std::equal(there.begin(), there.end(), want.begin(), want.end())) return;
   }
   io::write_file_atomically(file, std::as_bytes(std::span(bytes.data(), bytes.size())));
 }

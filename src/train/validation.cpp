@@ -122,8 +122,7 @@ ValidationResult Trainer::validate() {
   } else {
     ++p.stalled_validations;
   }
-  if (s.options.log != nullptr)
-    log_validation(*s.options.log, result, p, s.options.early_stopping);
+  if (s.options.log != nullptr) log_validation(*s.options.log, result, p, s.options.early_stopping);
   return result;
 }
 

@@ -27,7 +27,8 @@ std::string as_cli_shows(const std::function<void()>& fn) {
     fn();
   } catch (const Error& e) {
     const auto* fields = dynamic_cast<const FieldMessage*>(&e);
-    return fields != nullptr ? cli::flag_message(*fields) : std::string("not a field error: ") + e.what();
+    return fields != nullptr ? cli::flag_message(*fields)
+                             : std::string("not a field error: ") + e.what();
   }
   return "";
 }
@@ -53,15 +54,17 @@ TEST(FieldFlags, TheTrainersOptionsNameTheirFlags) {
 TEST(FieldFlags, TheScheduleAndClippingNameTheFlagsThatSetThem) {
   EXPECT_EQ(as_cli_shows([] { train::validate({.learning_rate = 0}); }),
             "--learn-rate 0 must be finite and > 0 (e.g. 3e-4)");
-  EXPECT_NE(as_cli_shows([] { train::validate({.kind = train::LrSchedule::InvSqrt, .warmup = 0}); })
-                .find("give --warmup >= 1 updates (e.g. 4000), or use --lr-schedule constant"),
+  EXPECT_NE(as_cli_shows([] {
+              train::validate({.kind = train::LrSchedule::InvSqrt, .warmup = 0});
+            }).find("give --warmup >= 1 updates (e.g. 4000), or use --lr-schedule constant"),
             std::string::npos);
   std::vector<float> g = {1};
   EXPECT_TRUE(starts_with(as_cli_shows([&] { train::clip_by_global_norm(g, 0); }),
                           "--clip-norm 0 must be finite"));
   train::NonFiniteGuard guard(1);
-  EXPECT_NE(as_cli_shows([&] { guard.admit(false, 1); })
-                .find("Try a lower --learn-rate, a longer --warmup, clipping with --clip-norm"),
+  EXPECT_NE(as_cli_shows([&] {
+              guard.admit(false, 1);
+            }).find("Try a lower --learn-rate, a longer --warmup, clipping with --clip-norm"),
             std::string::npos);
 }
 
@@ -70,15 +73,17 @@ TEST(FieldFlags, BatchingAndMemoryNameTheFlagsToChange) {
   corpus->source = {{4, 5}};
   corpus->target = {{6}};
   corpus->stats.read = corpus->stats.kept = 1;
-  EXPECT_TRUE(starts_with(
-      as_cli_shows([&] { data::BatchIterator(corpus, {.mini_batch_words = 0}, 1); }),
-      "--mini-batch-words must be > 0"));
-  EXPECT_NE(as_cli_shows([&] { data::BatchIterator(corpus, {.max_length = 1}, 1); })
-                .find("; raise --max-length or check the training files"),
+  EXPECT_TRUE(
+      starts_with(as_cli_shows([&] { data::BatchIterator(corpus, {.mini_batch_words = 0}, 1); }),
+                  "--mini-batch-words must be > 0"));
+  EXPECT_NE(as_cli_shows([&] {
+              data::BatchIterator(corpus, {.max_length = 1}, 1);
+            }).find("; raise --max-length or check the training files"),
             std::string::npos);
   // The default Transformer (8000 pieces) on a million sentences of 1000 tokens.
-  EXPECT_NE(as_cli_shows([] { train::check_training_memory({}, {1000000, 1000, 1000}); })
-                .find("reduce --mini-batch-words (fewer sentences per batch) or --max-length"),
+  EXPECT_NE(as_cli_shows([] {
+              train::check_training_memory({}, {1000000, 1000, 1000});
+            }).find("reduce --mini-batch-words (fewer sentences per batch) or --max-length"),
             std::string::npos);
 }
 

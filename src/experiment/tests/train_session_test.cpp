@@ -122,12 +122,10 @@ TEST_F(TrainSessionTest, LibraryChecksNameTheFlags) {
             std::string::npos);
   std::ofstream(dir_ / "blank.src") << "\n\n";
   std::ofstream(dir_ / "blank.tgt") << "\n\n";
-  const std::string blank = config_error(options(
-      {"--valid-sets", (dir_ / "blank.src").string(), (dir_ / "blank.tgt").string(), "--after",
-       "1u"}));
+  const std::string blank = config_error(options({"--valid-sets", (dir_ / "blank.src").string(),
+                                                  (dir_ / "blank.tgt").string(), "--after", "1u"}));
   EXPECT_EQ(blank.find("no validation pair left: "), 0u) << blank;
-  EXPECT_NE(blank.find("; check --valid-sets"),
-            std::string::npos);
+  EXPECT_NE(blank.find("; check --valid-sets"), std::string::npos);
 }
 
 // The session trains with the standard validators (validators.h), as every front end

@@ -73,7 +73,7 @@ TEST(ScheduleErrors, BadSettingsNameTheField) {
   expect_error<FieldError>([] { validate({.learning_rate = std::nan("")}); }, {"learn_rate"});
   expect_error<FieldError>([] { validate({.warmup = -1}); }, {"warmup -1"});
   expect_error<FieldError>([] { validate({.kind = LrSchedule::InvSqrt, .warmup = 0}); },
-                            {"warmup 0", "inv-sqrt", "lr_schedule constant"});
+                           {"warmup 0", "inv-sqrt", "lr_schedule constant"});
   expect_error<ValueError>([] { learning_rate_at({}, 0); }, {"update 0", "step_count() + 1"});
 }
 

@@ -274,8 +274,8 @@ TEST_F(TrainerTest, ObserversAreCalledAfterEachValidationWithTheResult) {
       [&](const ValidationContext& v, ValidationResult& r) {
         size_t rows = 0;
         for (const data::Batch& b : v.batches) rows += size_t(b.size());
-        seen.push_back({v.update, r.loss, r.improved, v.model.training(), rows,
-                        v.references.size()});
+        seen.push_back(
+            {v.update, r.loss, r.improved, v.model.training(), rows, v.references.size()});
         r.bleu = 40.0 + double(v.update);  // a metric of the caller's
         if (r.improved) r.saved = "kept.bin";
       },

@@ -47,8 +47,8 @@ struct ClipResult {
 // so the norm afterwards is max_norm (to float rounding: relative error < 3e-7). Unlike
 // torch.nn.utils.clip_grad_norm_ no 1e-6 is added to the norm, so the result is max_norm
 // rather than slightly below. Non-finite gradients are reported and not modified. Throws
-// FieldError (a ConfigError) naming {clip_norm} unless max_norm is finite and > 0 (clipping disabled:
-// call global_norm() instead).
+// FieldError (a ConfigError) naming {clip_norm} unless max_norm is finite and > 0 (clipping
+// disabled: call global_norm() instead).
 ClipResult clip_by_global_norm(std::span<float> grads, double max_norm);
 
 // Raised when training keeps producing non-finite gradients. A qkv::Error so the CLI

@@ -186,10 +186,12 @@ std::string_view to_string(StopReason reason) noexcept;
 class Trainer {
  public:
   // A new run: a model of `config` initialised from options.seed. Creates
-  // options.model_dir and writes vocab.spm into it. ConfigError when config.vocab_size
-  // or its special ids differ from the vocabulary's; FieldError naming the option out of
-  // range; FieldResourceError naming the fields to reduce when the model and the largest
-  // batch would not fit in memory (memory.h), checked before the model is built.
+  // options.model_dir and writes vocab.spm into it, unless it holds this vocabulary
+  // already (a front end trained it there): the file is written once. ConfigError when
+  // config.vocab_size or its special ids differ from the vocabulary's; FieldError naming
+  // the option out of range; FieldResourceError naming the fields to reduce when the model
+  // and the largest batch would not fit in memory (memory.h), checked before the model
+  // is built.
   Trainer(const models::ModelConfig& config, TrainingData data, TrainerOptions options);
 
   // Continues the run whose train_state.safetensors is in options.model_dir. `data` must
