@@ -222,10 +222,10 @@ void Trainer::check_ranks_agree() {
   const std::vector<uint64_t> position = {at.seed, at.epoch, at.index, uint64_t(s.progress.update)};
   std::vector<FingerprintItem> items = {
       {"the vocabulary", fnv1a_64(s.data.vocab.serialized())},
-      {"the training corpus (its kept pairs, --max-length, --mini-batch-words)", at.fingerprint},
-      {"the data position (--seed, epoch, batch, update)", hash_of(position)},
+      {"the training corpus (its kept pairs, {max_length}, {mini_batch_words})", at.fingerprint},
+      {"the data position ({seed}, epoch, batch, update)", hash_of(position)},
       {"the model configuration", fnv1a_64(models::to_json(s.model->config()))},
-      {"the training options (--accumulate, optimizer, schedule, clipping, label smoothing)",
+      {"the training options ({accumulate}, optimizer, schedule, clipping, label smoothing)",
        fnv1a_64(training.str())},
       {"the validation set", valid},
       {"the parameters (initial, or the checkpoint resumed)", hash_of(params)}};
