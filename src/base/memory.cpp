@@ -13,6 +13,7 @@
 
 #include "qkv/base/aligned.h"
 #include "qkv/base/error.h"
+#include "qkv/base/field_error.h"
 
 namespace qkv {
 namespace {
@@ -103,7 +104,7 @@ bool keep_freed_memory_for_reuse() noexcept {
 void check_memory(double bytes, std::string_view what, std::string_view remedy) {
   const MemoryLimit& limit = memory_limit();
   if (limit.bytes == 0 || bytes <= double(limit.bytes)) return;
-  QKV_THROW(ResourceError, what, " needs about ", format_bytes(bytes), ", more than the ",
+  QKV_THROW(FieldResourceError, what, " needs about ", format_bytes(bytes), ", more than the ",
             format_bytes(double(limit.bytes)), " qkv may use (", limit.source, "); ", remedy);
 }
 

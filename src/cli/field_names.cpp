@@ -1,8 +1,19 @@
 #include "qkv/cli/field_names.h"
 
 namespace qkv::cli {
+namespace {
+
+// Fields set by a flag of another name: the library's structs name what they hold
+// (a model directory), the flags keep Marian's names (--model).
+constexpr std::pair<std::string_view, std::string_view> kFlagNamedOtherwise[] = {
+    {"model_dir", "--model"},
+};
+
+}  // namespace
 
 std::string flag_for_field(std::string_view field) {
+  for (const auto& [name, flag] : kFlagNamedOtherwise)
+    if (name == field) return std::string(flag);
   std::string flag = "--" + std::string(field);
   for (char& c : flag)
     if (c == '_') c = '-';

@@ -3,23 +3,25 @@
 
 #include "detail/batching.h"
 #include "qkv/base/error.h"
+#include "qkv/base/field_error.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/data/batcher.h"
 
 namespace qkv::data {
 namespace detail {
 
+// Errors name BatchOptions' fields (FieldError); the front ends name them in their terms.
 void check_batch_options(const BatchOptions& o, bool training) {
-  QKV_CHECK(o.mini_batch_words > 0, ConfigError, "--mini-batch-words must be > 0, got ",
+  QKV_CHECK(o.mini_batch_words > 0, FieldError, "{mini_batch_words} must be > 0, got ",
             o.mini_batch_words);
-  QKV_CHECK(o.max_sentences >= 0, ConfigError, "--mini-batch (max sentences per batch) must be ",
+  QKV_CHECK(o.max_sentences >= 0, FieldError, "{max_sentences} (sentences per batch) must be ",
             ">= 0 (0: no limit), got ", o.max_sentences);
   QKV_CHECK(o.pad_id >= 0 && o.bos_id >= 0 && o.eos_id >= 0, ConfigError,
             "pad/bos/eos ids must be >= 0, got ", o.pad_id, "/", o.bos_id, "/", o.eos_id);
   if (!training) return;
-  QKV_CHECK(o.max_length > 0, ConfigError, "--max-length must be > 0, got ", o.max_length);
-  QKV_CHECK(o.mini_batch_words >= o.max_length + 1, ConfigError, "--mini-batch-words (",
-            o.mini_batch_words, ") must be >= --max-length + 1 (", o.max_length + 1,
+  QKV_CHECK(o.max_length > 0, FieldError, "{max_length} must be > 0, got ", o.max_length);
+  QKV_CHECK(o.mini_batch_words >= o.max_length + 1, FieldError, "{mini_batch_words} (",
+            o.mini_batch_words, ") must be >= {max_length} + 1 (", o.max_length + 1,
             ") so that the longest pair (with EOS) fits in a batch");
 }
 

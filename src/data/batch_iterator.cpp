@@ -5,6 +5,7 @@
 
 #include "detail/batching.h"
 #include "qkv/base/error.h"
+#include "qkv/base/field_error.h"
 #include "qkv/base/log.h"
 #include "qkv/base/rng.h"
 #include "qkv/base/sort_by_length.h"
@@ -74,8 +75,8 @@ BatchIterator::BatchIterator(std::shared_ptr<const TokenizedCorpus> corpus,
       --stats_.kept;
     }
   }
-  QKV_CHECK(!kept_.empty(), ConfigError, "no training pair left: ", stats_.describe(),
-            "; raise --max-length or check the training files");
+  QKV_CHECK(!kept_.empty(), FieldError, "no training pair left: ", stats_.describe(),
+            "; raise {max_length} or check the training files");
   if (stats_.skipped_max_length > 0) log(LogLevel::Warning, "training data: ", stats_.describe());
   fingerprint_ = fingerprint(c, kept_, options_);
   plan_epoch(0);
@@ -84,12 +85,12 @@ BatchIterator::BatchIterator(std::shared_ptr<const TokenizedCorpus> corpus,
 BatchIterator::BatchIterator(std::shared_ptr<const TokenizedCorpus> corpus,
                              const BatchOptions& options, const BatchPosition& position)
     : BatchIterator(std::move(corpus), options, position.seed) {
-  QKV_CHECK(position.fingerprint == fingerprint_, ConfigError,
+  QKV_CHECK(position.fingerprint == fingerprint_, FieldError,
             "cannot resume: the saved data position belongs to other training data or batch "
             "options (fingerprint ",
             position.fingerprint, ", now ", fingerprint_,
-            "); resume with the same training files, vocabulary, --mini-batch-words, "
-            "--mini-batch and --max-length");
+            "); resume with the same training files, vocabulary, {mini_batch_words}, "
+            "{max_sentences} and {max_length}");
   QKV_CHECK(position.index <= schedule_.size(), ConfigError, "cannot resume: batch ",
             position.index, " of an epoch with ", schedule_.size(), " batches");
   if (position.epoch != 0) plan_epoch(position.epoch);

@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "qkv/base/error.h"
+#include "qkv/base/field_error.h"
 #include "qkv/base/log.h"
 #include "qkv/base/rng.h"
 #include "qkv/data/parallel_corpus.h"
@@ -214,11 +215,11 @@ VocabTrainReport train_vocab(const std::vector<std::filesystem::path>& files, in
                              const std::filesystem::path& output,
                              const VocabTrainOptions& options) {
   QKV_CHECK(!files.empty(), ConfigError, "train_vocab: no training files given");
-  QKV_CHECK(vocab_size > 4, ConfigError, "--vocab-size must be > 4 (<pad>, <unk>, <s>, </s> ",
+  QKV_CHECK(vocab_size > 4, FieldError, "{vocab_size} must be > 4 (<pad>, <unk>, <s>, </s> ",
             "are reserved), got ", vocab_size);
-  QKV_CHECK(options.character_coverage > 0.0 && options.character_coverage <= 1.0, ConfigError,
-            "--character-coverage must be in (0, 1], got ", options.character_coverage);
-  QKV_CHECK(options.max_sentences >= 0, ConfigError, "--max-sentences must be >= 0, got ",
+  QKV_CHECK(options.character_coverage > 0.0 && options.character_coverage <= 1.0, FieldError,
+            "{character_coverage} must be in (0, 1], got ", options.character_coverage);
+  QKV_CHECK(options.max_sentences >= 0, FieldError, "{max_sentences} must be >= 0, got ",
             options.max_sentences);
   QKV_CHECK(options.max_sentence_bytes > 0, ConfigError, "max sentence bytes must be > 0, got ",
             options.max_sentence_bytes);
@@ -247,9 +248,9 @@ VocabTrainReport train_vocab(const std::vector<std::filesystem::path>& files, in
   report.sentences = sample ? sample->size() : stream.count();
   QKV_CHECK(report.sentences > 0, ConfigError, "no usable sentence to train the vocabulary in ",
             joined(files), " (empty, blank or skipped lines only)");
-  QKV_CHECK(status.ok(), ConfigError, "training the vocabulary (--vocab-size ", vocab_size, ") on ",
+  QKV_CHECK(status.ok(), FieldError, "training the vocabulary ({vocab_size} ", vocab_size, ") on ",
             joined(files), " failed: SentencePiece says \"", status.message(),
-            "\"; choose a smaller --vocab-size or give more training text");
+            "\"; choose a smaller {vocab_size} or give more training text");
   write_atomically(output, model);
   log(LogLevel::Info, "trained a ", vocab_size, "-piece vocabulary on ", report.sentences,
       " sentences from ", joined(files), " -> ", output.string(), left_out(report, options));

@@ -6,11 +6,16 @@
 
 #include "qkv/base/field_error.h"
 #include "qkv/cli/budget.h"
+#include "qkv/experiment/validators.h"
 #include "qkv/train/memory.h"
 
 namespace qkv::experiment {
 
-models::ModelConfig model_config(const ModelSettings& m, int64_t vocab_size, int64_t max_length) {
+namespace {
+
+// The config the settings describe, checked for what only the settings know (which
+// field the user set); models::validate and the memory check are checked()'s.
+models::ModelConfig config_of(const ModelSettings& m, int64_t vocab_size, int64_t max_length) {
   models::ModelConfig c;
   c.type = m.type;
   const bool transformer = c.type == models::ModelType::Transformer;
@@ -43,21 +48,31 @@ models::ModelConfig model_config(const ModelSettings& m, int64_t vocab_size, int
   c.dropout = m.dropout;
   // Room for the longest training pair (+ BOS/EOS); longer validation pairs are left out.
   c.max_positions = std::max<int64_t>(1024, max_length + 2);
-  models::validate(c);
-  // Parameters, gradients and Adam's moments must fit before anything is read or trained
-  // (ResourceError naming the size flags); the batches are checked once they are cut.
+  return c;
+}
+
+// Validates `c` (ConfigError naming the key) and checks that its parameters, gradients
+// and Adam's moments fit before anything is read or trained (FieldResourceError naming
+// the size fields), in one call: the memory estimate validates the config it is given.
+// The batches are checked once they are cut (the Trainer).
+models::ModelConfig checked(const models::ModelConfig& c) {
   train::check_training_memory(c);
   return c;
 }
 
+}  // namespace
+
+models::ModelConfig model_config(const ModelSettings& m, int64_t vocab_size, int64_t max_length) {
+  return checked(config_of(m, vocab_size, max_length));
+}
+
 models::ModelConfig model_config(const ModelSettings& m, const data::Vocab& vocab,
                                  int64_t max_length) {
-  models::ModelConfig c = model_config(m, vocab.size(), max_length);
+  models::ModelConfig c = config_of(m, vocab.size(), max_length);
   c.pad_id = vocab.pad_id();
   c.bos_id = vocab.bos_id();
   c.eos_id = vocab.eos_id();
-  models::validate(c);
-  return c;
+  return checked(c);
 }
 
 train::TrainerOptions trainer_options(const TrainSettings& t,
@@ -72,7 +87,6 @@ train::TrainerOptions trainer_options(const TrainSettings& t,
             " so that every kept pair fits in a batch");
   o.seed = static_cast<uint64_t>(t.seed);
   o.schedule = {.kind = t.lr_schedule, .learning_rate = t.learn_rate, .warmup = t.warmup};
-  train::validate(o.schedule);
   o.clip_norm = t.clip_norm;
   o.label_smoothing = t.label_smoothing;
   o.valid_freq = t.valid_freq;
@@ -92,6 +106,9 @@ train::TrainerOptions trainer_options(const TrainSettings& t,
   o.after.updates = budget.updates;
   o.after.epochs = budget.epochs;
   if (budget.wall_time) o.after.seconds = double(budget.wall_time->count());
+  train::check_options(o);  // every option before any work, not once the data is read
+  // What a validation does besides the cross-entropy, for every front end alike.
+  o.validation_observers = standard_validators();
   return o;
 }
 

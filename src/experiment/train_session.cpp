@@ -6,6 +6,7 @@
 #include "qkv/base/hash.h"
 #include "qkv/base/log.h"
 #include "qkv/base/thread_pool.h"
+#include "qkv/cli/field_names.h"
 #include "qkv/data/parallel_corpus.h"
 #include "qkv/experiment/train_flags.h"
 #include "qkv/io/atomic_file.h"
@@ -35,6 +36,11 @@ data::Vocab vocabulary(const cli::ParsedOptions& p, const fs::path& dir, bool re
   }
   if (p.has("vocab")) return data::Vocab::load(p.get<fs::path>("vocab"));
   const auto [src, tgt] = corpus_files_from(p, "train-sets");
+  // Trained where it belongs: the Trainer, which creates the directory otherwise, finds
+  // it there and does not write it again.
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  QKV_CHECK(!ec, IoError, "cannot create the model directory ", dir.string(), ": ", ec.message());
   // train_vocab logs what it trained on.
   data::train_vocab({src, tgt}, int32_t(p.get<int64_t>("vocab-size")), in_dir,
                     {.seed = uint32_t(p.get<int64_t>("seed")), .read = read});
@@ -58,6 +64,17 @@ train::TrainingData load_data(const cli::ParsedOptions& p, data::Vocab vocab,
     if (log) *log << "validation data: " << d.valid->corpus->stats.describe() << "\n";
   }
   return d;
+}
+
+// The model for `vocab`: the one checked before any work when the vocabulary has the
+// size and special ids it was checked with (a vocabulary trained from --vocab-size has),
+// else the flags' model built and checked for it.
+models::ModelConfig model_for(const std::optional<models::ModelConfig>& checked,
+                              const cli::ParsedOptions& p, const data::Vocab& vocab) {
+  if (checked && checked->vocab_size == vocab.size() && checked->pad_id == vocab.pad_id() &&
+      checked->bos_id == vocab.bos_id() && checked->eos_id == vocab.eos_id())
+    return *checked;
+  return model_config_from(p, vocab);
 }
 
 // The flags every rank must share, as one hash: all of them but --threads (a node's own
@@ -99,16 +116,15 @@ void report_start(std::ostream& log, train::Trainer& t, const train::GradientExc
         << "\n";
 }
 
-}  // namespace
-
-train::TrainSummary run_training_session(const cli::ParsedOptions& p, const TrainingHooks& hooks) {
+train::TrainSummary train_session(const cli::ParsedOptions& p, const TrainingHooks& hooks) {
   if (p.get<int64_t>("threads") > 0) set_num_threads(int(p.get<int64_t>("threads")));
   // Every flag is checked before any work (a vocabulary can take minutes to train).
   train::TrainerOptions options = trainer_options_from(p);
   corpus_files_from(p, "train-sets");
   if (!p.get_list("valid-sets").empty()) corpus_files_from(p, "valid-sets");
+  std::optional<models::ModelConfig> checked;  // the flags' model, before any work
   if (!p.get<bool>("resume") || model_flags_given(p))
-    model_config_from(p, std::max<int64_t>(p.get<int64_t>("vocab-size"), 5));
+    checked = model_config_from(p, std::max<int64_t>(p.get<int64_t>("vocab-size"), 5));
   const std::shared_ptr<train::GradientExchange> exchange =
       hooks.make_exchange ? hooks.make_exchange() : nullptr;
   const bool rank0 = exchange == nullptr || exchange->rank() == 0;
@@ -136,9 +152,6 @@ train::TrainSummary run_training_session(const cli::ParsedOptions& p, const Trai
   const bool resuming = resume && saved;
   if (resume && !saved && log)
     *log << "nothing to resume in " << dir.string() << ": starting a new run\n";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  QKV_CHECK(!ec, IoError, "cannot create the model directory ", dir.string(), ": ", ec.message());
 
   data::TextReadOptions read;
   if (p.get<bool>("skip-invalid")) read.invalid = data::InvalidLines::Skip;
@@ -152,11 +165,11 @@ train::TrainSummary run_training_session(const cli::ParsedOptions& p, const Trai
   if (resuming) {
     trainer.emplace(train::Trainer::resume(std::move(data), options));
     const models::ModelConfig& saved_config = trainer->model().config();
-    QKV_CHECK(!model_flags_given(p) || model_config_from(p, vocab) == saved_config, ConfigError,
+    QKV_CHECK(!model_flags_given(p) || model_for(checked, p, vocab) == saved_config, ConfigError,
               "--resume: ", dir.string(), " holds the model ", models::to_json(saved_config),
               ", but the model flags given describe another one; drop them to resume");
   } else {
-    trainer.emplace(model_config_from(p, vocab), std::move(data), options);
+    trainer.emplace(model_for(checked, p, vocab), std::move(data), options);
   }
   if (rank0) {  // the other ranks share rank 0's directory or write nothing to their copy
     const std::string yaml = p.dump_yaml();
@@ -178,6 +191,13 @@ train::TrainSummary run_training_session(const cli::ParsedOptions& p, const Trai
     *log << "best validation cross-entropy " << *s.progress.best_valid_loss << " (BLEU "
          << s.progress.best_valid_bleu << "): " << (dir / train::kBestModelFile).string() << "\n";
   return s;
+}
+
+}  // namespace
+
+train::TrainSummary run_training_session(const cli::ParsedOptions& p, const TrainingHooks& hooks) {
+  // The session was given flags: the library's field errors name them.
+  return cli::naming_flags([&] { return train_session(p, hooks); });
 }
 
 }  // namespace qkv::experiment

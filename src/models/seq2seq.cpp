@@ -32,7 +32,7 @@ autograd::Variable Seq2Seq::forward_train_tapped(const Tensor&, std::span<const 
 }
 
 std::unique_ptr<Seq2Seq> make_model(const ModelConfig& config, uint64_t seed, DType dtype) {
-  validate(config);
+  // RnnSeq2Seq's and Transformer's constructors validate `config`: once, not here again.
   if (config.type == ModelType::Rnn) return std::make_unique<RnnSeq2Seq>(config, seed, dtype);
   return std::make_unique<Transformer>(config, seed, dtype);
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "qkv/base/field_error.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/kernels/elementwise.h"
 
@@ -53,7 +54,7 @@ int64_t find_non_finite(std::span<const float> grads) {
 }
 
 ClipResult clip_by_global_norm(std::span<float> grads, double max_norm) {
-  QKV_CHECK(std::isfinite(max_norm) && max_norm > 0.0, ConfigError, "--clip-norm ", max_norm,
+  QKV_CHECK(std::isfinite(max_norm) && max_norm > 0.0, FieldError, "{clip_norm} ", max_norm,
             " must be finite and > 0 (e.g. 1.0 or 5.0); 0 disables clipping");
   ClipResult r;
   r.norm = global_norm(grads);
@@ -83,7 +84,7 @@ bool NonFiniteGuard::admit(bool gradients_finite, int64_t update, std::string_vi
   QKV_THROW(DivergenceError, "training diverged: gradients were NaN or Inf in ", consecutive_,
             " consecutive updates (the last is update ", update, "; ", total_, " skipped in total)",
             detail.empty() ? "" : "; ", detail,
-            ". Try a lower --learn-rate, a longer --warmup, clipping with --clip-norm (e.g. 1), "
+            ". Try a lower {learn_rate}, a longer {warmup}, clipping with {clip_norm} (e.g. 1), "
             "or check the data for empty, very long or misaligned lines");
 }
 

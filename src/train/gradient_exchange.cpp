@@ -64,7 +64,7 @@ void check_same_run(GradientExchange& exchange, std::span<const FingerprintItem>
               theirs[0], " fingerprints but rank 0 ", all[0],
               " (different qkv builds?); run the same qkv binary on every node");
     for (size_t i = 0; i < items.size(); ++i)
-      QKV_CHECK(theirs[i + 1] == all[i + 1], ConfigError, "data-parallel start-up: ", items[i].what,
+      QKV_CHECK(theirs[i + 1] == all[i + 1], FieldError, "data-parallel start-up: ", items[i].what,
                 " of rank ", r, " differs from rank 0's (fingerprint ", theirs[i + 1], " vs ",
                 all[i + 1],
                 "); every rank must run the same flags on the same corpora, vocabulary and "

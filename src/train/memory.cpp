@@ -46,8 +46,27 @@ std::string describe(const BatchShape& b) {
          " source and " + std::to_string(b.target_length) + " target tokens";
 }
 
-constexpr const char* kModelFlags =
-    "--dim-emb, --dim-ffn, --dim-rnn, --enc-depth, --dec-depth or --vocab-size";
+// The remedies mark the fields to reduce (ModelConfig's, TrainSettings'), for each front
+// end to name (check_memory throws a FieldResourceError).
+constexpr const char* kModelFields =
+    "{dim_emb}, {dim_ffn}, {dim_rnn}, {enc_depth}, {dec_depth} or {vocab_size}";
+
+// The bytes of one batch's activations and the fused loss's buffers (the config valid).
+double activation_bytes(const models::ModelConfig& config, const BatchShape& batch) {
+  const double b = double(batch.sentences);
+  const double src = b * double(batch.source_length), tgt = b * double(batch.target_length);
+  const double per_batch = config.type == models::ModelType::Transformer
+                               ? transformer_activations(config, src, tgt)
+                               : rnn_activations(config, src, tgt, double(batch.source_length));
+  // The fused output projection + loss (ops/linear_cross_entropy.h): never the whole
+  // logits [B·Tt, V], but two chunk buffers [chunk, V] (logits and their gradient), and
+  // the gradients it forms in forward, dhidden [B·Tt, E] and dW [V, E].
+  const double vocab = double(config.vocab_size), dim = double(config.dim_emb);
+  const double chunk =
+      std::min(tgt, double(ops::linear_cross_entropy_chunk_rows(config.vocab_size)));
+  const double loss_buffers = tgt > 0 ? 2 * chunk * vocab + tgt * dim + vocab * dim : 0.0;
+  return 4 * (per_batch + loss_buffers);
+}
 
 }  // namespace
 
@@ -65,19 +84,7 @@ TrainingMemory estimate_training_memory(const models::ModelConfig& config, const
   // computed in float64 and kept in float32.
   m.model_bytes = 16 * f.parameters + 12 * f.position_table;
   m.accumulation_bytes = 4 * f.parameters * double(gradient_buffers);
-  const double b = double(batch.sentences);
-  const double src = b * double(batch.source_length), tgt = b * double(batch.target_length);
-  const double per_batch = config.type == models::ModelType::Transformer
-                               ? transformer_activations(config, src, tgt)
-                               : rnn_activations(config, src, tgt, double(batch.source_length));
-  // The fused output projection + loss (ops/linear_cross_entropy.h): never the whole
-  // logits [B·Tt, V], but two chunk buffers [chunk, V] (logits and their gradient), and
-  // the gradients it forms in forward, dhidden [B·Tt, E] and dW [V, E].
-  const double vocab = double(config.vocab_size), dim = double(config.dim_emb);
-  const double chunk =
-      std::min(tgt, double(ops::linear_cross_entropy_chunk_rows(config.vocab_size)));
-  const double loss_buffers = tgt > 0 ? 2 * chunk * vocab + tgt * dim + vocab * dim : 0.0;
-  m.activation_bytes = 4 * (per_batch + loss_buffers);
+  m.activation_bytes = activation_bytes(config, batch);
   return m;
 }
 
@@ -102,7 +109,7 @@ BatchShape largest_batch(const models::ModelConfig& config, const data::Tokenize
   double most = -1;
   for (const std::vector<int64_t>& indices : schedule) {
     const BatchShape s = batch_shape(corpus, indices, options);
-    const double bytes = estimate_training_memory(config, s).activation_bytes;
+    const double bytes = activation_bytes(config, s);
     if (bytes > most) {
       most = bytes;
       largest = s;
@@ -122,16 +129,16 @@ void check_training_memory(const models::ModelConfig& config, const BatchShape& 
                      format_bytes(m.accumulation_bytes) + " with " + parameters +
                      " parameters) besides the model and the largest batch (" +
                      format_bytes(m.model_bytes + m.activation_bytes) + ")",
-                 "lower --accumulate (each micro-batch but the last is kept whole on ranks > 0) "
+                 "lower {accumulate} (each micro-batch but the last is kept whole on ranks > 0) "
                  "or reduce the model: " +
-                     std::string(kModelFlags));
+                     std::string(kModelFields));
     return;
   }
   if (batch.sentences == 0) {
     check_memory(m.total(),
                  "training this model (" + parameters +
                      " parameters, with their gradients and Adam's two moments)",
-                 std::string("reduce the model: ") + kModelFlags);
+                 std::string("reduce the model: ") + kModelFields);
     return;
   }
   check_memory(m.total(),
@@ -140,9 +147,9 @@ void check_training_memory(const models::ModelConfig& config, const BatchShape& 
                    format_bytes(m.activation_bytes) +
                    " of activations and the loss's buffers) with " + parameters + " parameters (" +
                    format_bytes(m.model_bytes) + " with their gradients and Adam's moments)",
-               std::string("reduce --mini-batch-words (fewer sentences per batch) or --max-length "
+               std::string("reduce {mini_batch_words} (fewer sentences per batch) or {max_length} "
                            "(shorter ones), or the model: ") +
-                   kModelFlags);
+                   kModelFields);
 }
 
 }  // namespace qkv::train

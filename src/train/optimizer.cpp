@@ -131,7 +131,7 @@ void Adam::step(std::span<float> params, std::span<const float> grads, double le
             "] must both have the optimizer's size [", size_, "]");
   QKV_CHECK(std::isfinite(learning_rate) && learning_rate >= 0.0, ValueError,
             "Adam::step: learning rate ", learning_rate,
-            " must be finite and >= 0; check --learn-rate and the schedule");
+            " must be finite and >= 0; check the schedule's learning rate");
   const auto pa = reinterpret_cast<std::uintptr_t>(params.data());
   const auto ga = reinterpret_cast<std::uintptr_t>(grads.data());
   const auto bytes = std::uintptr_t(size_) * sizeof(float);

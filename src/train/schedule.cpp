@@ -5,17 +5,21 @@
 #include <cmath>
 
 #include "qkv/base/error.h"
+#include "qkv/base/field_error.h"
 
 namespace qkv::train {
 
+// The fields are named as the settings that set them (experiment::TrainSettings and the
+// flags: learn_rate, lr_schedule), not as ScheduleOptions spells them: a user who set
+// --learn-rate or learn_rate= reads the name they typed.
 void validate(const ScheduleOptions& s) {
-  QKV_CHECK(std::isfinite(s.learning_rate) && s.learning_rate > 0.0, ConfigError, "--learn-rate ",
+  QKV_CHECK(std::isfinite(s.learning_rate) && s.learning_rate > 0.0, FieldError, "{learn_rate} ",
             s.learning_rate, " must be finite and > 0 (e.g. 3e-4)");
-  QKV_CHECK(s.warmup >= 0, ConfigError, "--warmup ", s.warmup,
+  QKV_CHECK(s.warmup >= 0, FieldError, "{warmup} ", s.warmup,
             " must be >= 0 updates (0: no warmup)");
-  QKV_CHECK(s.kind != LrSchedule::InvSqrt || s.warmup >= 1, ConfigError,
-            "--warmup 0 with the inv-sqrt schedule: the decay starts at the end of the "
-            "warmup, so give --warmup >= 1 updates (e.g. 4000), or use --lr-schedule constant");
+  QKV_CHECK(s.kind != LrSchedule::InvSqrt || s.warmup >= 1, FieldError,
+            "{warmup} 0 with the inv-sqrt schedule: the decay starts at the end of the "
+            "warmup, so give {warmup} >= 1 updates (e.g. 4000), or use {lr_schedule} constant");
 }
 
 double learning_rate_at(const ScheduleOptions& s, int64_t update) {

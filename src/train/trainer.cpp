@@ -11,32 +11,33 @@
 #include "detail/trainer_state.h"
 #include "qkv/autograd/functions.h"
 #include "qkv/base/error.h"
+#include "qkv/base/field_error.h"
 #include "qkv/base/hash.h"
 #include "qkv/decode/vocab_stamp.h"
 #include "qkv/io/atomic_file.h"
 #include "qkv/train/memory.h"
 
 namespace qkv::train {
-namespace {
 
+// Errors name the fields (FieldError); the front ends name them in their terms.
 void check_options(const TrainerOptions& o) {
-  QKV_CHECK(!o.model_dir.empty(), ConfigError, "--model: no model directory given");
+  QKV_CHECK(!o.model_dir.empty(), FieldError, "{model_dir}: no model directory given");
   QKV_CHECK(std::isfinite(o.label_smoothing) && o.label_smoothing >= 0 && o.label_smoothing < 1,
-            ConfigError, "--label-smoothing ", o.label_smoothing, " must be in [0, 1)");
-  QKV_CHECK(std::isfinite(o.clip_norm) && o.clip_norm >= 0, ConfigError, "--clip-norm ",
-            o.clip_norm, " must be >= 0 (0 turns clipping off)");
-  for (const auto& [flag, value] :
-       {std::pair{"--valid-freq", o.valid_freq}, std::pair{"--save-freq", o.save_freq},
-        std::pair{"--disp-freq", o.disp_freq}, std::pair{"--early-stopping", o.early_stopping}})
-    QKV_CHECK(value >= 0, ConfigError, flag, " ", value, " must be >= 0 (0 turns it off)");
-  QKV_CHECK(std::isfinite(o.disp_seconds) && o.disp_seconds >= 0, ConfigError, "--disp-seconds ",
+            FieldError, "{label_smoothing} ", o.label_smoothing, " must be in [0, 1)");
+  QKV_CHECK(std::isfinite(o.clip_norm) && o.clip_norm >= 0, FieldError, "{clip_norm} ", o.clip_norm,
+            " must be >= 0 (0 turns clipping off)");
+  for (const auto& [field, value] :
+       {std::pair{"{valid_freq} ", o.valid_freq}, std::pair{"{save_freq} ", o.save_freq},
+        std::pair{"{disp_freq} ", o.disp_freq}, std::pair{"{early_stopping} ", o.early_stopping}})
+    QKV_CHECK(value >= 0, FieldError, field, value, " must be >= 0 (0 turns it off)");
+  QKV_CHECK(std::isfinite(o.disp_seconds) && o.disp_seconds >= 0, FieldError, "{disp_seconds} ",
             o.disp_seconds, " must be >= 0 (0 turns it off)");
-  QKV_CHECK(o.accumulate >= 1 && o.accumulate <= 4096, ConfigError, "--accumulate ", o.accumulate,
+  QKV_CHECK(o.accumulate >= 1 && o.accumulate <= 4096, FieldError, "{accumulate} ", o.accumulate,
             " must be in [1, 4096]");
-  QKV_CHECK(o.valid_length_factor > 0, ConfigError, "valid_length_factor ", o.valid_length_factor,
-            " must be > 0");
   validate(o.schedule);
 }
+
+namespace {
 
 void check_vocab(const models::ModelConfig& c, const data::Vocab& v) {
   QKV_CHECK(c.vocab_size == v.size(), ConfigError, "the model has vocab_size ", c.vocab_size,
@@ -68,6 +69,20 @@ void remove_leftover_temporaries(const TrainerOptions& o) {
   if (removed > 0 && o.log != nullptr)
     *o.log << "removed " << removed << " temporary file(s) left in " << o.model_dir.string()
            << " by an interrupted save\n";
+}
+
+// vocab.spm in the model directory, unless the directory already holds exactly this
+// vocabulary (a front end trained it there): written once either way.
+void write_vocab(const std::filesystem::path& dir, const data::Vocab& vocab) {
+  const std::filesystem::path file = dir / kVocabFile;
+  const std::string bytes = vocab.serialized();
+  std::error_code ec;
+  if (std::filesystem::file_size(file, ec) == bytes.size() && !ec) {
+    const std::vector<std::byte> there = io::read_file(file, bytes.size());
+    const std::span<const std::byte> want = std::as_bytes(std::span(bytes));
+    if (std::equal(there.begin(), there.end(), want.begin(), want.end())) return;
+  }
+  io::write_file_atomically(file, std::as_bytes(std::span(bytes.data(), bytes.size())));
 }
 
 // Takes the special ids from the vocabulary (the batcher and the model must agree).
@@ -147,9 +162,7 @@ Trainer::Trainer(const models::ModelConfig& config, TrainingData data, TrainerOp
             ec ? ec.message() : "not a directory");
   if (s.rank0()) {
     remove_leftover_temporaries(s.options);
-    const std::string vocab = s.data.vocab.serialized();
-    io::write_file_atomically(s.options.model_dir / kVocabFile,
-                              std::as_bytes(std::span(vocab.data(), vocab.size())));
+    write_vocab(s.options.model_dir, s.data.vocab);
   }
   s.prepare_validation();
   check_ranks_agree();
@@ -209,10 +222,10 @@ void Trainer::check_ranks_agree() {
   const std::vector<uint64_t> position = {at.seed, at.epoch, at.index, uint64_t(s.progress.update)};
   std::vector<FingerprintItem> items = {
       {"the vocabulary", fnv1a_64(s.data.vocab.serialized())},
-      {"the training corpus (its kept pairs, --max-length, --mini-batch-words)", at.fingerprint},
-      {"the data position (--seed, epoch, batch, update)", hash_of(position)},
+      {"the training corpus (its kept pairs, {max_length}, {mini_batch_words})", at.fingerprint},
+      {"the data position ({seed}, epoch, batch, update)", hash_of(position)},
       {"the model configuration", fnv1a_64(models::to_json(s.model->config()))},
-      {"the training options (--accumulate, optimizer, schedule, clipping, label smoothing)",
+      {"the training options ({accumulate}, optimizer, schedule, clipping, label smoothing)",
        fnv1a_64(training.str())},
       {"the validation set", valid},
       {"the parameters (initial, or the checkpoint resumed)", hash_of(params)}};
@@ -253,11 +266,11 @@ void Trainer::save_checkpoint() {
     save_model(*s.model, s.options.model_dir / kModelFile, kVocabFile, s.progress.update,
                decode::vocab_stamp(s.data.vocab));
   } catch (const IoError& e) {
-    throw IoError(std::string(e.what()) + "; the last checkpoint in " +
-                      s.options.model_dir.string() +
-                      " is intact: free disk space (or fix the cause above), then rerun with "
-                      "--resume to continue from it",
-                  e.where());
+    throw FieldIoError(std::string(e.what()) + "; the last checkpoint in " +
+                           s.options.model_dir.string() +
+                           " is intact: free disk space (or fix the cause above), then rerun "
+                           "with {resume} to continue from it",
+                       e.where());
   }
 }
 

@@ -1,14 +1,13 @@
-// Validation: cross-entropy per target token and BLEU of greedy translations, the best
-// model, early-stopping counters.
+// Validation: cross-entropy per target token, the best loss and early-stopping counters;
+// the observers the caller installed (BLEU, the best model: experiment/validators.h).
 #include <algorithm>
 #include <cmath>
+#include <ostream>
 
 #include "detail/trainer_state.h"
 #include "qkv/autograd/functions.h"
 #include "qkv/base/error.h"
-#include "qkv/decode/greedy.h"
-#include "qkv/decode/vocab_stamp.h"
-#include "qkv/eval/bleu.h"
+#include "qkv/base/field_error.h"
 
 namespace qkv::train {
 namespace {
@@ -25,12 +24,27 @@ class EvalMode {
   models::Seq2Seq& model_;
 };
 
+// "validation 3 at up 300: cross-entropy 2.1 per target token, BLEU 12.5 (new best, saved
+// model.best.safetensors), stalled 0/10": what the observers added, in the trainer's words.
+void log_validation(std::ostream& out, const ValidationResult& result, const TrainProgress& p,
+                    int64_t early_stopping) {
+  out << "validation " << p.validations << " at up " << p.update << ": cross-entropy "
+      << result.loss << " per target token";
+  if (result.bleu) out << ", BLEU " << *result.bleu;
+  if (result.improved)
+    out << " (new best" << (result.saved.empty() ? "" : ", saved " + result.saved) << ")";
+  else if (p.best_valid_loss)
+    out << " (best " << *p.best_valid_loss << ")";
+  if (early_stopping > 0) out << ", stalled " << p.stalled_validations << "/" << early_stopping;
+  out << "\n";
+}
+
 }  // namespace
 
 ValidationSet make_validation_set(const data::ParallelCorpus& corpus, const data::Vocab& vocab) {
   auto tokenized = std::make_shared<data::TokenizedCorpus>(data::tokenize(corpus, vocab));
-  QKV_CHECK(!tokenized->source.empty(), ConfigError,
-            "no validation pair left: ", tokenized->stats.describe(), "; check --valid-sets");
+  QKV_CHECK(!tokenized->source.empty(), FieldError,
+            "no validation pair left: ", tokenized->stats.describe(), "; check {valid_sets}");
   ValidationSet set;
   // tokenize() keeps a subsequence of the pairs: walk both by line number.
   size_t j = 0;
@@ -72,14 +86,13 @@ void Trainer::State::prepare_validation() {
 
 ValidationResult Trainer::validate() {
   State& s = *s_;
-  QKV_CHECK(s.data.valid.has_value(), ConfigError, "no validation set given (--valid-sets)");
+  QKV_CHECK(s.data.valid.has_value(), FieldError, "no validation set given ({valid_sets})");
+  TrainProgress& p = s.progress;
   ValidationResult result;
   {
     const EvalMode eval(*s.model);
     const autograd::NoGradGuard no_grad;
-    const models::ModelConfig& c = s.model->config();
     double loss_sum = 0;
-    std::vector<std::string> hyps(s.valid_references.size());
     for (const data::Batch& b : s.valid_batches) {
       // Fused, without gradients: a validation batch's [tokens, V] logits never exist
       // whole either (only 8 MB chunks of them).
@@ -88,48 +101,28 @@ ValidationResult Trainer::validate() {
                                       {.ignore_index = s.options.batch.pad_id});
       loss_sum += ce.value().to(DType::F64).data<double>()[0] * double(b.tgt_tokens);
       result.tgt_tokens += b.tgt_tokens;
-      if (!s.options.valid_bleu) continue;
-      const auto ts = double(b.src.dim(1));
-      int64_t max_length = int64_t(std::ceil(s.options.valid_length_factor * ts)) + 10;
-      max_length = std::min(max_length, s.options.batch.max_length + 10);
-      if (c.type == models::ModelType::Transformer)
-        max_length = std::min(max_length, c.max_positions);
-      const auto out = decode::greedy_decode(*s.model, b.src, b.src_lengths, max_length);
-      for (size_t r = 0; r < out.size(); ++r)
-        hyps[size_t(b.indices[r])] = s.data.vocab.decode(out[r]);
     }
     result.loss = loss_sum / double(std::max<int64_t>(result.tgt_tokens, 1));
-    if (s.options.valid_bleu) {
-      const std::vector<std::vector<std::string>> refs = {s.valid_references};
-      result.bleu = eval::corpus_bleu(hyps, refs).score;
-    }
+    result.improved =
+        std::isfinite(result.loss) && (!p.best_valid_loss || result.loss < *p.best_valid_loss);
+    const ValidationContext context{.model = *s.model,
+                                    .vocab = s.data.vocab,
+                                    .batches = s.valid_batches,
+                                    .references = s.valid_references,
+                                    .options = s.options,
+                                    .update = p.update};
+    for (const ValidationObserver& observe : s.options.validation_observers)
+      observe(context, result);
   }
-  TrainProgress& p = s.progress;
   ++p.validations;
-  result.improved =
-      std::isfinite(result.loss) && (!p.best_valid_loss || result.loss < *p.best_valid_loss);
   if (result.improved) {
     p.best_valid_loss = result.loss;
-    p.best_valid_bleu = result.bleu;
+    p.best_valid_bleu = result.bleu.value_or(0.0);
     p.stalled_validations = 0;
-    save_model(*s.model, s.options.model_dir / kBestModelFile, kVocabFile, p.update,
-               decode::vocab_stamp(s.data.vocab));
   } else {
     ++p.stalled_validations;
   }
-  if (s.options.log != nullptr) {
-    std::ostream& out = *s.options.log;
-    out << "validation " << p.validations << " at up " << p.update << ": cross-entropy "
-        << result.loss << " per target token";
-    if (s.options.valid_bleu) out << ", BLEU " << result.bleu;
-    if (result.improved)
-      out << " (new best, saved " << kBestModelFile << ")";
-    else if (p.best_valid_loss)
-      out << " (best " << *p.best_valid_loss << ")";
-    if (s.options.early_stopping > 0)
-      out << ", stalled " << p.stalled_validations << "/" << s.options.early_stopping;
-    out << "\n";
-  }
+  if (s.options.log != nullptr) log_validation(*s.options.log, result, p, s.options.early_stopping);
   return result;
 }
 

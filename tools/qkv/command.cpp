@@ -23,24 +23,27 @@ int report(std::string_view command, std::string_view message, int code) {
   return code;
 }
 
+// The library marks the option fields it names (FieldError, FieldIoError,
+// FieldResourceError, DivergenceError's advice); users know them as flags.
+std::string message_of(const Error& e) {
+  const auto* fields = dynamic_cast<const FieldMessage*>(&e);
+  return fields != nullptr ? cli::flag_message(*fields) : std::string(e.what());
+}
+
 }  // namespace
 
 int run_guarded(std::string_view command, const std::function<int()>& body) {
   try {
     return body();
-  } catch (const FieldError& e) {  // the library names option fields; users know flags
-    return report(command, cli::flag_message(e), kExitUsage);
-  } catch (const FieldIoError& e) {
-    return report(command, cli::flag_message(e), kExitRuntime);
   } catch (const ConfigError& e) {
-    return report(command, e.what(), kExitUsage);
+    return report(command, message_of(e), kExitUsage);
   } catch (const InternalError& e) {
     return report(command,
                   std::string("internal error (a bug in qkv, please report it): ") + e.what() +
                       " [" + e.where() + "]",
                   kExitRuntime);
   } catch (const Error& e) {
-    return report(command, e.what(), kExitRuntime);
+    return report(command, message_of(e), kExitRuntime);
   } catch (const std::bad_alloc&) {
     return report(command,
                   "out of memory; try a smaller --mini-batch-words, a smaller model or fewer "

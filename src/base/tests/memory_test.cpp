@@ -8,6 +8,7 @@
 
 #include "qkv/base/aligned.h"
 #include "qkv/base/error.h"
+#include "qkv/base/field_error.h"
 
 namespace qkv {
 namespace {
@@ -51,13 +52,14 @@ TEST(MemoryLimit, IsAtMostThePhysicalMemory) {
 TEST(MemoryLimit, AnEstimateAboveItIsAResourceErrorNamingTheRemedy) {
   EXPECT_NO_THROW(check_memory(1024, "a small buffer", "reduce nothing"));
   try {
-    check_memory(std::ldexp(1.0, 80), "the model", "reduce --dim-emb");
+    check_memory(std::ldexp(1.0, 80), "the model", "reduce {dim_emb}");
     FAIL() << "no error";
-  } catch (const ResourceError& e) {
+  } catch (const FieldResourceError& e) {  // a ResourceError whose remedy names fields
     const std::string what = e.what();
     EXPECT_NE(what.find("the model needs about 1.0 YiB"), std::string::npos) << what;
     EXPECT_NE(what.find("qkv may use"), std::string::npos) << what;
-    EXPECT_NE(what.find("; reduce --dim-emb"), std::string::npos) << what;
+    EXPECT_NE(what.find("; reduce dim_emb"), std::string::npos) << what;
+    EXPECT_NE(e.marked_text().find("; reduce {dim_emb}"), std::string::npos) << what;
   }
 }
 

@@ -12,6 +12,10 @@ TEST(FieldNames, AFieldIsSetByTheFlagOfTheSameNameInKebabCase) {
   EXPECT_EQ(flag_for_field("heads"), "--heads");
 }
 
+TEST(FieldNames, AFieldWhoseFlagIsNamedOtherwiseIsLookedUp) {
+  EXPECT_EQ(flag_for_field("model_dir"), "--model");  // TrainerOptions::model_dir
+}
+
 TEST(FieldNames, NamingFlagsTurnsFieldErrorsIntoErrorsNamingFlags) {
   try {
     naming_flags([] { QKV_THROW(FieldError, "{heads} 3 must divide {dim_emb} 16"); });
@@ -22,6 +26,14 @@ TEST(FieldNames, NamingFlagsTurnsFieldErrorsIntoErrorsNamingFlags) {
     EXPECT_STREQ(e.what(), "--heads 3 must divide --dim-emb 16");
   }
   EXPECT_THROW(naming_flags([] { QKV_THROW(FieldIoError, "{out} x: cannot create"); }), IoError);
+  try {
+    naming_flags([] { QKV_THROW(FieldResourceError, "x; reduce {mini_batch_words}"); });
+    FAIL() << "no exception";
+  } catch (const FieldResourceError&) {
+    FAIL() << "still a FieldResourceError";
+  } catch (const ResourceError& e) {
+    EXPECT_STREQ(e.what(), "x; reduce --mini-batch-words");
+  }
   EXPECT_EQ(naming_flags([] { return 7; }), 7);
 }
 

@@ -7,6 +7,7 @@
 
 #include "data_test_util.h"
 #include "qkv/base/error.h"
+#include "qkv/base/field_error.h"
 #include "qkv/base/rng.h"
 
 namespace qkv::data {
@@ -185,7 +186,7 @@ TEST(BatchIterator, ResumeRefusesAnotherCorpusOrOtherOptions) {
       [&] { BatchIterator(random_corpus(100, 20, 6), kOptions, pos); }, {"cannot resume"}));
   EXPECT_TRUE(throws_with<ConfigError>(
       [&] { BatchIterator(c, BatchOptions{.mini_batch_words = 300, .max_length = 40}, pos); },
-      {"cannot resume", "--mini-batch-words"}));
+      {"cannot resume", "mini_batch_words"}));
   BatchPosition past = pos;
   past.index = static_cast<uint64_t>(it.batches_per_epoch()) + 1;
   EXPECT_TRUE(
@@ -220,22 +221,24 @@ TEST(BatchIterator, PairsOverMaxLengthAreSkippedAndCounted) {
   EXPECT_TRUE(seen.contains(9));
 }
 
-TEST(BatchIterator, BadOptionsAreConfigErrorsNamingTheFlag) {
+TEST(BatchIterator, BadOptionsAreFieldErrorsNamingTheField) {
   const auto c = random_corpus(10, 5);
   EXPECT_TRUE(throws_with<ConfigError>(
       [&] { BatchIterator(c, BatchOptions{.mini_batch_words = 40, .max_length = 40}, 1); },
-      {"--mini-batch-words (40)", "--max-length + 1 (41)"}));
-  EXPECT_TRUE(throws_with<ConfigError>([&] { BatchIterator(c, BatchOptions{.max_length = 0}, 1); },
-                                       {"--max-length"}));
-  EXPECT_TRUE(throws_with<ConfigError>(
-      [&] { BatchIterator(c, BatchOptions{.mini_batch_words = 0}, 1); }, {"--mini-batch-words"}));
+      {"mini_batch_words (40)", "max_length + 1 (41)"}));
+  EXPECT_TRUE(throws_with<FieldError>([&] { BatchIterator(c, BatchOptions{.max_length = 0}, 1); },
+                                      {"max_length"}));
+  EXPECT_TRUE(throws_with<FieldError>(
+      [&] { BatchIterator(c, BatchOptions{.mini_batch_words = 0}, 1); }, {"mini_batch_words"}));
+  EXPECT_TRUE(throws_with<FieldError>(
+      [&] { BatchIterator(c, BatchOptions{.max_sentences = -1}, 1); }, {"max_sentences"}));
   auto long_pairs = std::make_shared<TokenizedCorpus>();
   long_pairs->source = {{4, 4, 4}, {5}};
   long_pairs->target = {{4}, {5, 5, 5}};
   long_pairs->stats.read = long_pairs->stats.kept = 2;
   EXPECT_TRUE(throws_with<ConfigError>(
       [&] { BatchIterator(long_pairs, BatchOptions{.max_length = 2}, 1); },
-      {"no training pair left", "2 longer than 2 tokens", "--max-length"}));
+      {"no training pair left", "2 longer than 2 tokens", "raise max_length"}));
   auto source_only = std::make_shared<TokenizedCorpus>();
   source_only->source = {{4}};
   EXPECT_TRUE(

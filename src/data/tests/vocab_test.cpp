@@ -192,10 +192,10 @@ TEST_F(VocabTest, TooLargeVocabularyIsAConfigErrorWithSentencePiecesMessage) {
   const auto dir = test_dir();
   EXPECT_TRUE(throws_with<ConfigError>(
       [&] { train_vocab({*src_}, 5000, dir / "big.model"); },
-      {"--vocab-size 5000", "Vocabulary size too high", "choose a smaller --vocab-size"}));
+      {"vocab_size 5000", "Vocabulary size too high", "choose a smaller vocab_size"}));
   EXPECT_FALSE(std::filesystem::exists(dir / "big.model"));
   EXPECT_TRUE(throws_with<ConfigError>([&] { train_vocab({*src_}, 4, dir / "m.model"); },
-                                       {"--vocab-size must be > 4"}));
+                                       {"vocab_size must be > 4"}));
   EXPECT_TRUE(throws_with<ConfigError>([&] { train_vocab({}, 64, dir / "m.model"); },
                                        {"no training files"}));
 }

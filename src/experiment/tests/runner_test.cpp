@@ -15,6 +15,7 @@
 #include "qkv/experiment/attention_entropy.h"
 #include "qkv/experiment/resources.h"
 #include "qkv/experiment/samples.h"
+#include "qkv/experiment/validators.h"
 #include "qkv/testing/tiny_corpus.h"
 #include "qkv/train/checkpoint.h"
 
@@ -69,6 +70,7 @@ class RunnerTest : public ::testing::Test {
     p.trainer.schedule = {.kind = train::LrSchedule::Constant, .learning_rate = 3e-3, .warmup = 5};
     p.trainer.after.updates = 30;
     p.trainer.valid_freq = 10;
+    p.trainer.validation_observers = standard_validators();  // as trainer_options installs
     return p;
   }
 

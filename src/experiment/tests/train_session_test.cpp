@@ -9,8 +9,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "qkv/base/error.h"
+#include "qkv/experiment/settings.h"
 #include "qkv/experiment/train_flags.h"
 #include "qkv/train/checkpoint.h"
 
@@ -110,6 +112,39 @@ TEST_F(TrainSessionTest, OptionsThatDoNotFitAreRefusedBeforeAnyWork) {
                 .find("--mini-batch-words 200 must be at least --max-length + 1"),
             std::string::npos);
   EXPECT_FALSE(fs::exists(dir_ / "model"));  // nothing written, no vocabulary trained
+}
+
+// Checks of the trainer and the data below the flag layer name fields; the session, given
+// flags, names the flags.
+TEST_F(TrainSessionTest, LibraryChecksNameTheFlags) {
+  EXPECT_NE(config_error(options({"--max-length", "2", "--after", "1u"}))
+                .find("; raise --max-length or check the training files"),
+            std::string::npos);
+  std::ofstream(dir_ / "blank.src") << "\n\n";
+  std::ofstream(dir_ / "blank.tgt") << "\n\n";
+  const std::string blank = config_error(options({"--valid-sets", (dir_ / "blank.src").string(),
+                                                  (dir_ / "blank.tgt").string(), "--after", "1u"}));
+  EXPECT_EQ(blank.find("no validation pair left: "), 0u) << blank;
+  EXPECT_NE(blank.find("; check --valid-sets"), std::string::npos);
+}
+
+// The session trains with the standard validators (validators.h), as every front end
+// does: BLEU in each validation line, the best model kept beside the last one.
+TEST_F(TrainSessionTest, ValidationMeasuresBleuAndKeepsTheBestModel) {
+  EXPECT_EQ(trainer_options(TrainSettings{}, "unused").validation_observers.size(), 2u);
+  std::ostringstream log;
+  const train::TrainSummary s = run_training_session(
+      options({"--valid-sets", (dir_ / "train.src").string(), (dir_ / "train.tgt").string(),
+               "--valid-freq", "2", "--after", "4u"}),
+      {.log = &log});
+  const std::string text = log.str();
+  EXPECT_NE(text.find("validation 1 at up 2: cross-entropy "), std::string::npos) << text;
+  EXPECT_NE(text.find(", BLEU "), std::string::npos) << text;
+  EXPECT_NE(text.find(" (new best, saved model.best.safetensors)"), std::string::npos) << text;
+  EXPECT_NE(text.find("best validation cross-entropy "), std::string::npos) << text;
+  ASSERT_TRUE(s.last_validation.has_value());
+  EXPECT_TRUE(s.last_validation->bleu.has_value());
+  EXPECT_TRUE(fs::exists(dir_ / "model" / train::kBestModelFile));
 }
 
 }  // namespace

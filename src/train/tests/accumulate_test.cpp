@@ -9,6 +9,7 @@
 
 #include "pipeline_test_util.h"
 #include "qkv/autograd/functions.h"
+#include "qkv/base/field_error.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/train/gradient_exchange.h"
 #include "qkv/train/trainer.h"
@@ -185,11 +186,11 @@ TEST_F(AccumulateTest, ANonFiniteSumSkipsTheUpdate) {
   EXPECT_EQ(trainer.progress().micro_batches, 6);
 }
 
-TEST_F(AccumulateTest, OutOfRangeIsRefusedNamingTheFlag) {
+TEST_F(AccumulateTest, OutOfRangeIsRefusedNamingTheField) {
   TrainerOptions o = options("bad", 1, 0);
-  EXPECT_TRUE(testing::throws_with<ConfigError>(
+  EXPECT_TRUE(testing::throws_with<FieldError>(
       [&] { Trainer(testing::tiny_rnn(data_->vocab.size(), 0.0), *data_, o); },
-      {"--accumulate 0", "[1, 4096]"}));
+      {"accumulate 0", "[1, 4096]"}));
 }
 
 }  // namespace

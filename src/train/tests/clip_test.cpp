@@ -111,10 +111,10 @@ TEST(NonFinite, DetectedAndReportedWithoutModifyingTheGradients) {
   }
 }
 
-TEST(ClipErrors, BadMaximumNamesTheFlag) {
+TEST(ClipErrors, BadMaximumNamesTheField) {
   std::vector<float> g = {1.0f};
   for (double bad : {0.0, -1.0, std::nan(""), double(kInf)})
-    expect_error<ConfigError>([&] { clip_by_global_norm(g, bad); }, {"--clip-norm", "> 0"});
+    expect_error<FieldError>([&] { clip_by_global_norm(g, bad); }, {"clip_norm", "> 0"});
   EXPECT_EQ(g[0], 1.0f);
 }
 

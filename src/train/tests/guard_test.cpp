@@ -39,7 +39,7 @@ TEST(NonFiniteGuard, ThrowsOnTheKthConsecutiveSkipSayingWhatToTry) {
   expect_error<DivergenceError>(
       [&] { guard.admit(false, 6, "first bad gradient: decoder.out.weight[17]"); },
       {"3 consecutive updates", "update 6", "4 skipped in total", "decoder.out.weight[17]",
-       "--learn-rate", "--warmup", "--clip-norm", "check the data"});
+       "learn_rate", "warmup", "clip_norm", "check the data"});
   // A DivergenceError is a qkv::Error, so the CLI's one-line report catches it.
   NonFiniteGuard once(1);
   EXPECT_THROW(once.admit(false, 1), Error);

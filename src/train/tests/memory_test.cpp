@@ -75,11 +75,11 @@ TEST(TrainingMemory, BatchShapesAreTheShapesMakeBatchBuilds) {
   EXPECT_EQ(largest.target_length, 5);
 }
 
-TEST(TrainingMemory, AModelTooLargeForMemoryIsAResourceErrorNamingTheModelFlags) {
+TEST(TrainingMemory, AModelTooLargeForMemoryIsAResourceErrorNamingTheModelFields) {
   EXPECT_NO_THROW(check_training_memory(testing::tiny_rnn(24, 0.0)));
   EXPECT_TRUE(throws_with<ResourceError>(
       [] { check_training_memory(absurd_model(8000)); },
-      {"training this model (", "parameters", "--dim-emb", "--dim-ffn", "--vocab-size"}));
+      {"training this model (", "parameters", "dim_emb", "dim_ffn", "vocab_size"}));
 }
 
 TEST(TrainingMemory, ABatchTooLargeForMemoryIsAResourceErrorNamingMiniBatchWords) {
@@ -91,7 +91,7 @@ TEST(TrainingMemory, ABatchTooLargeForMemoryIsAResourceErrorNamingMiniBatchWords
         check_training_memory(c, {1000000, 1000, 1000});
       },
       {"largest batch (1000000 sentences of up to 1000 source and 1000 target tokens",
-       "vocabulary 8000", "--mini-batch-words", "--max-length"}));
+       "vocabulary 8000", "reduce mini_batch_words", "max_length"}));
 }
 
 // An update of several micro-batches holds its sum and, on ranks > 0 of the ordered
@@ -114,7 +114,7 @@ TEST(TrainingMemory, AccumulationBuffersAreCountedAndNameAccumulate) {
       [&] {
         check_training_memory(c, {4, 5, 6}, int64_t{1} << 50);
       },
-      {"gradient-sized buffer(s)", "--accumulate"}));
+      {"gradient-sized buffer(s)", "lower accumulate"}));
 }
 
 // The Trainer checks before it builds the model: without the check, building it would
@@ -125,7 +125,7 @@ TEST(TrainingMemory, TheTrainerRefusesBeforeBuildingTheModel) {
   const models::ModelConfig c = absurd_model(data.vocab.size());
   EXPECT_TRUE(throws_with<ResourceError>(
       [&] { Trainer(c, std::move(data), testing::tiny_options(dir / "run", 1)); },
-      {"training on the largest batch", "--dim-emb"}));
+      {"training on the largest batch", "dim_emb"}));
   EXPECT_FALSE(std::filesystem::exists(dir / "run")) << "nothing is written before the check";
 }
 

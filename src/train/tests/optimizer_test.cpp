@@ -284,7 +284,7 @@ TEST(AdamErrors, BadStepLeavesEverythingUnchanged) {
   Adam opt(4, {});
   std::vector<float> p = {1, 2, 3, 4}, g = {1, 1, 1, 1}, short_g = {1, 1, 1};
   expect_error<ShapeError>([&] { opt.step(p, short_g, 1e-3); }, {"grads [3]", "size [4]"});
-  expect_error<ValueError>([&] { opt.step(p, g, std::nan("")); }, {"--learn-rate"});
+  expect_error<ValueError>([&] { opt.step(p, g, std::nan("")); }, {"learning rate"});
   expect_error<ValueError>([&] { opt.step(p, g, -1e-3); }, {"learning rate -0.001"});
   expect_error<ValueError>([&] { opt.step(p, std::span<const float>(p), 1e-3); }, {"overlap"});
   EXPECT_EQ(opt.step_count(), 0);

@@ -168,7 +168,7 @@ TEST_P(SaveFailureTest, EveryFailedWriteStepKeepsTheCheckpointWholeAndSaysWhatTo
               std::string::npos)
         << message;
     EXPECT_NE(message.find("free disk space"), std::string::npos) << message;
-    EXPECT_NE(message.find("rerun with --resume"), std::string::npos) << message;
+    EXPECT_NE(message.find("rerun with resume"), std::string::npos) << message;
     overwrite(model_dir_ / kTrainStateFile, previous_.state);
     overwrite(model_dir_ / kModelFile, previous_.model);
   }

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "qkv/base/error.h"
+#include "qkv/base/field_error.h"
 #include "test_util.h"
 
 namespace qkv::train {
@@ -66,12 +67,13 @@ TEST(Schedule, NamesRoundTrip) {
                             {"train.yml line 3"});
 }
 
-TEST(ScheduleErrors, BadSettingsNameTheFlag) {
-  expect_error<ConfigError>([] { validate({.learning_rate = 0.0}); }, {"--learn-rate 0", "> 0"});
-  expect_error<ConfigError>([] { validate({.learning_rate = std::nan("")}); }, {"--learn-rate"});
-  expect_error<ConfigError>([] { validate({.warmup = -1}); }, {"--warmup -1"});
-  expect_error<ConfigError>([] { validate({.kind = LrSchedule::InvSqrt, .warmup = 0}); },
-                            {"--warmup 0", "inv-sqrt"});
+// Named as the settings that set them (TrainSettings::learn_rate, the CLI's --learn-rate).
+TEST(ScheduleErrors, BadSettingsNameTheField) {
+  expect_error<FieldError>([] { validate({.learning_rate = 0.0}); }, {"learn_rate 0", "> 0"});
+  expect_error<FieldError>([] { validate({.learning_rate = std::nan("")}); }, {"learn_rate"});
+  expect_error<FieldError>([] { validate({.warmup = -1}); }, {"warmup -1"});
+  expect_error<FieldError>([] { validate({.kind = LrSchedule::InvSqrt, .warmup = 0}); },
+                           {"warmup 0", "inv-sqrt", "lr_schedule constant"});
   expect_error<ValueError>([] { learning_rate_at({}, 0); }, {"update 0", "step_count() + 1"});
 }
 

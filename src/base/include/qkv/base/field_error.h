@@ -20,8 +20,8 @@
 
 namespace qkv {
 
-// The marked text of a field error; a base of FieldError and FieldIoError, so that a
-// front end renders both with one catch.
+// The marked text of a field error; a base of FieldError, FieldIoError and
+// FieldResourceError, so that a front end renders them all with one catch.
 class FieldMessage {
  public:
   explicit FieldMessage(std::string text) : text_(std::move(text)) {}
@@ -56,6 +56,15 @@ class FieldIoError : public IoError, public FieldMessage {
  public:
   FieldIoError(const std::string& marked, std::string where)
       : IoError(plain_fields(marked), std::move(where)), FieldMessage(marked) {}
+};
+
+// Too little memory for what the fields ask: a ResourceError whose remedy names the
+// fields to reduce ("reduce {mini_batch_words} or {max_length}"); check_memory
+// (qkv/base/memory.h) throws it.
+class FieldResourceError : public ResourceError, public FieldMessage {
+ public:
+  FieldResourceError(const std::string& marked, std::string where)
+      : ResourceError(plain_fields(marked), std::move(where)), FieldMessage(marked) {}
 };
 
 }  // namespace qkv

@@ -32,10 +32,12 @@ std::uint64_t parse_memory_size(std::string_view text, std::string_view what);
 // "812 B", "3.0 KiB", "1.5 GiB", "16.0 TiB".
 std::string format_bytes(double bytes);
 
-// Throws ResourceError when `bytes` (an estimate, in double so that absurd sizes do not
-// overflow) exceeds memory_limit():
+// Throws FieldResourceError (a ResourceError, qkv/base/field_error.h) when `bytes` (an
+// estimate, in double so that absurd sizes do not overflow) exceeds memory_limit():
 //   "<what> needs about X GiB, more than the Y GiB qkv may use (<source>); <remedy>"
-// `remedy` says which flags or sizes to reduce.
+// `remedy` says which sizes to reduce, marking option fields as {field} for each front
+// end to name ("reduce {mini_batch_words}" reads "reduce --mini-batch-words" in the CLI).
+// `what` is plain text.
 void check_memory(double bytes, std::string_view what, std::string_view remedy);
 
 // Tells glibc's malloc to keep freed memory for reuse: no mmap for large blocks (which

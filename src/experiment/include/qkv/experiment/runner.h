@@ -41,7 +41,8 @@ struct VariantOutcome {
 };
 
 // Trains plan.config on `data` with plan.trainer (a new run in plan.trainer.model_dir),
-// then loads the model it saved -- model.best.safetensors when validation ran (lowest
+// then loads the model it saved -- model.best.safetensors when validation ran and its
+// observers keep it (standard_validators(), as trainer_options installs: the lowest
 // validation cross-entropy), else model.safetensors -- and translates and scores `test`.
 // Phase lines go to `log` (may be nullptr); the trainer's own lines to plan.trainer.log.
 // Errors: the trainer's (ConfigError, DivergenceError, IoError), the loader's, search's.

@@ -80,8 +80,10 @@ models::ModelConfig model_config(const ModelSettings& model, int64_t vocab_size,
 models::ModelConfig model_config(const ModelSettings& model, const data::Vocab& vocab,
                                  int64_t max_length);
 
-// Everything but the data, for a run in `model_dir`. FieldError for a budget that does not
-// parse or a mini_batch_words below max_length + 1; the schedule's own checks.
+// Everything but the data, for a run in `model_dir`, with the standard validators
+// installed (validators.h: BLEU, model.best.safetensors). FieldError for a budget that
+// does not parse or a mini_batch_words below max_length + 1, and train::check_options'
+// errors (every option is checked here, before any work).
 train::TrainerOptions trainer_options(const TrainSettings& train,
                                       const std::filesystem::path& model_dir);
 

@@ -40,7 +40,8 @@ struct TrainingHooks {
 // ConfigError for options that do not fit together (naming the flag: an existing run
 // without --resume, a directory holding a model but no training state, model flags that
 // differ from the resumed model), and whatever reading the data, the vocabulary and the
-// trainer throw.
+// trainer throw, their field errors naming flags (cli::naming_flags: "--label-smoothing
+// 1 must be in [0, 1)").
 train::TrainSummary run_training_session(const cli::ParsedOptions& p, const TrainingHooks& hooks);
 
 }  // namespace qkv::experiment

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "qkv/base/error.h"
+#include "qkv/base/field_error.h"
 
 namespace qkv::train {
 
@@ -46,14 +47,18 @@ struct ClipResult {
 // so the norm afterwards is max_norm (to float rounding: relative error < 3e-7). Unlike
 // torch.nn.utils.clip_grad_norm_ no 1e-6 is added to the norm, so the result is max_norm
 // rather than slightly below. Non-finite gradients are reported and not modified. Throws
-// ConfigError naming --clip-norm unless max_norm is finite and > 0 (clipping disabled:
-// call global_norm() instead).
+// FieldError (a ConfigError) naming {clip_norm} unless max_norm is finite and > 0 (clipping
+// disabled: call global_norm() instead).
 ClipResult clip_by_global_norm(std::span<float> grads, double max_norm);
 
 // Raised when training keeps producing non-finite gradients. A qkv::Error so the CLI
 // reports it as one line; its own type so a caller can tell divergence from bad input.
-class DivergenceError : public Error {
-  using Error::Error;
+// Its advice marks the fields to change ("a lower {learn_rate}"), for each front end to
+// name (qkv/base/field_error.h).
+class DivergenceError : public Error, public FieldMessage {
+ public:
+  DivergenceError(const std::string& marked, std::string where)
+      : Error(plain_fields(marked), std::move(where)), FieldMessage(marked) {}
 };
 
 // Skips updates with non-finite gradients and counts them; after max_consecutive such

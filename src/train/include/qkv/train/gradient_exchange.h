@@ -99,15 +99,17 @@ class LocalExchange final : public GradientExchange {
 };
 
 // What must be identical on every rank for the ranks to train one model: a name ("the
-// training corpus", "the flags") and a hash of it.
+// training corpus", "the flags"; option fields marked as {field}, qkv/base/field_error.h)
+// and a hash of it.
 struct FingerprintItem {
   std::string what;
   uint64_t hash = 0;
 };
 
-// Gathers every rank's items and throws ConfigError naming the first item and the rank
-// where it differs from rank 0's (every rank throws the same error, so none waits for the
-// others). `items` must list the same names in the same order on every rank.
+// Gathers every rank's items and throws FieldError (a ConfigError) naming the first item
+// and the rank where it differs from rank 0's (every rank throws the same error, so none
+// waits for the others). `items` must list the same names in the same order on every
+// rank.
 void check_same_run(GradientExchange& exchange, std::span<const FingerprintItem> items);
 
 // The number of processes a launcher started with this one: mpirun's OMPI_COMM_WORLD_SIZE,

@@ -54,15 +54,18 @@ BatchShape batch_shape(const data::TokenizedCorpus& corpus, std::span<const int6
                        const data::BatchOptions& options);
 
 // Of the batches `schedule` (one epoch of BatchIterator::schedule: every epoch cuts the
-// same shapes), the one whose estimate for `config` is largest.
+// same shapes), the one whose estimate for `config` is largest. Arithmetic only: `config`
+// is not validated here (an invalid one gives a meaningless shape, never an error);
+// check_training_memory, which takes the shape, validates it once.
 BatchShape largest_batch(const models::ModelConfig& config, const data::TokenizedCorpus& corpus,
                          const std::vector<std::vector<int64_t>>& schedule,
                          const data::BatchOptions& options);
 
-// ResourceError when estimate_training_memory(config, batch) exceeds memory_limit()
-// (qkv/base/memory.h), naming the flags that shrink it: the model's sizes (--dim-emb,
-// --dim-ffn, --dim-rnn, --enc-depth, --dec-depth, --vocab-size) and, for a batch,
-// --mini-batch-words and --max-length (and --accumulate when its buffers count).
+// FieldResourceError (a ResourceError) when estimate_training_memory(config, batch)
+// exceeds memory_limit() (qkv/base/memory.h), naming the fields that shrink it: the
+// model's sizes ({dim_emb}, {dim_ffn}, {dim_rnn}, {enc_depth}, {dec_depth}, {vocab_size})
+// and, for a batch, {mini_batch_words} and {max_length} (and {accumulate} when its
+// buffers count). ConfigError (models::validate) first when `config` is invalid.
 void check_training_memory(const models::ModelConfig& config, const BatchShape& batch = {},
                            int64_t gradient_buffers = 0);
 

@@ -31,7 +31,8 @@ struct ScheduleOptions {
   int64_t warmup = 0;           // updates of linear warmup, --warmup; >= 0 (>= 1 for InvSqrt)
 };
 
-// Throws ConfigError naming --learn-rate or --warmup when a value is out of range.
+// FieldError (a ConfigError) naming {learn_rate}, {warmup} or {lr_schedule}, the
+// TrainSettings fields that set them, when a value is out of range.
 void validate(const ScheduleOptions& schedule);
 
 // The learning rate for update number `update` (>= 1, see above). Validates the schedule

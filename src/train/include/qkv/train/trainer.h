@@ -12,9 +12,10 @@
 // micro-batches whose gradients are summed, in micro-batch order, before one step
 // (gradient_exchange.h defines the sum); one rank with N = 1 is the loop above, bitwise.
 //
-// and around it: validation every valid_freq updates (cross-entropy per target token
-// and BLEU of greedy translations; the best model kept as model.best.safetensors; early
-// stopping after N validations without a lower cross-entropy), a checkpoint every
+// and around it: validation every valid_freq updates (cross-entropy per target token;
+// early stopping after N validations without a lower cross-entropy; then the observers
+// the caller installed, Marian's validators: BLEU of greedy translations, the best model
+// kept as model.best.safetensors, in experiment/validators.h), a checkpoint every
 // save_freq updates and at the end, a progress line every disp_freq updates, and the
 // budget (updates, epochs, wall time; whichever comes first).
 //
@@ -33,6 +34,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -82,6 +84,38 @@ struct UpdateRecord {
   int64_t src_tokens = 0, tgt_tokens = 0;
 };
 
+struct TrainerOptions;
+
+// What one validation found: the trainer's cross-entropy and whether it is a new best,
+// and what the observers (ValidationObserver) measured or did.
+struct ValidationResult {
+  double loss = 0;  // cross-entropy per target token (no label smoothing)
+  int64_t tgt_tokens = 0;
+  bool improved = false;  // a new lowest loss (resets early stopping's count)
+  // Set by observers: the corpus BLEU of greedy translations (experiment::bleu_validator),
+  // a file saved for this validation, named in the log line (experiment::best_model_saver:
+  // model.best.safetensors).
+  std::optional<double> bleu;
+  std::string saved;
+};
+
+// What an observer of a validation sees: the model in evaluation mode with gradients
+// off, the validation pairs (the trainer's batches in corpus order; references[i] is the
+// target text of the pair a batch row's index i names), the vocabulary, the options.
+struct ValidationContext {
+  models::Seq2Seq& model;
+  const data::Vocab& vocab;
+  std::span<const data::Batch> batches;
+  std::span<const std::string> references;
+  const TrainerOptions& options;
+  int64_t update = 0;
+};
+
+// Called after each validation's cross-entropy, in the order installed, before the
+// trainer records the result (best loss, the best BLEU, early stopping) and logs its
+// line; may measure the model into `result` or act on it. Rank 0 only.
+using ValidationObserver = std::function<void(const ValidationContext&, ValidationResult&)>;
+
 struct TrainerOptions {
   std::filesystem::path model_dir;  // --model
   // --mini-batch-words, --max-length; the special ids are taken from the vocabulary.
@@ -118,10 +152,10 @@ struct TrainerOptions {
   // update of a session always prints one.
   double disp_seconds = 0;
   int64_t early_stopping = 0;  // --early-stopping N validations; 0: off
-  bool valid_bleu = true;      // translate the validation set (greedy) for BLEU
-  // Greedy output length limit per validation batch: factor * Ts + 10, at most
-  // batch.max_length + 10.
-  double valid_length_factor = 2.0;
+  // Run at every validation besides the cross-entropy (none: the loss alone, no
+  // model.best.safetensors); experiment::standard_validators() is what the front ends
+  // install.
+  std::vector<ValidationObserver> validation_observers;
   StopAfter after;  // --after
   // Progress and validation lines (the CLI passes std::cerr); nullptr: silent.
   std::ostream* log = nullptr;
@@ -136,12 +170,9 @@ struct TrainerOptions {
   std::function<bool(int64_t update)> poison_gradients;
 };
 
-struct ValidationResult {
-  double loss = 0;  // cross-entropy per target token (no label smoothing)
-  double bleu = 0;  // corpus BLEU of greedy translations (0 when off)
-  int64_t tgt_tokens = 0;
-  bool improved = false;  // a new best loss (saved as model.best.safetensors)
-};
+// FieldError (a ConfigError) naming the first field of `options` out of range; the
+// Trainer checks its options with it, a front end may call it before any work.
+void check_options(const TrainerOptions& options);
 
 enum class StopReason { Updates, Epochs, WallTime, EarlyStopping, Interrupted };
 
@@ -155,10 +186,12 @@ std::string_view to_string(StopReason reason) noexcept;
 class Trainer {
  public:
   // A new run: a model of `config` initialised from options.seed. Creates
-  // options.model_dir and writes vocab.spm into it. ConfigError when config.vocab_size
-  // or its special ids differ from the vocabulary's, or an option is out of range
-  // (naming the flag); ResourceError naming the flags to reduce when the model and the
-  // largest batch would not fit in memory (memory.h), checked before the model is built.
+  // options.model_dir and writes vocab.spm into it, unless it holds this vocabulary
+  // already (a front end trained it there): the file is written once. ConfigError when
+  // config.vocab_size or its special ids differ from the vocabulary's; FieldError naming
+  // the option out of range; FieldResourceError naming the fields to reduce when the model
+  // and the largest batch would not fit in memory (memory.h), checked before the model
+  // is built.
   Trainer(const models::ModelConfig& config, TrainingData data, TrainerOptions options);
 
   // Continues the run whose train_state.safetensors is in options.model_dir. `data` must
@@ -175,8 +208,8 @@ class Trainer {
   // at the end. DivergenceError when the guard gives up (the last checkpoint stays).
   TrainSummary run();
 
-  // Cross-entropy (and BLEU) on the validation set; the model is left in training mode.
-  // ConfigError when there is no validation set.
+  // Cross-entropy on the validation set, then the observers; the model is left in
+  // training mode. FieldError naming {valid_sets} when there is no validation set.
   ValidationResult validate();
   // model.safetensors and train_state.safetensors in model_dir.
   void save_checkpoint();
