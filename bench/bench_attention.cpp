@@ -45,8 +45,9 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: qkv_bench_attention [--reps N] [--min-time S] CASE...   one JSON line per case\n"
-    "       qkv_bench_attention --info                               context JSON\n"
+    "usage: qkv_bench_attention [--reps N] [--min-time S] [--simd T] CASE...   one JSON line per case\n"
+    "       qkv_bench_attention [--simd T] --info                               context JSON\n"
+    "--simd T pins qkv's kernels to SIMD target T (AVX3, AVX2, SCALAR, ...; --info lists them)\n"
     "CASE: sdpa:b=B:h=H:t=T:d=D:causal=0|1:mode=fwd|fwdbwd:thr=N | additive:b=B:t=T:a=A:d=D:thr=N\n"
     "      | gemm:n=N:thr=N   (see bench/README.md and bench/run_attention.sh)\n";
 
@@ -272,13 +273,16 @@ int run_case(const std::string& name, int reps, double min_time) {
 
 void print_info() {
   const qkv::CpuFeatures& cpu = qkv::cpu_features();
+  std::string targets;
+  for (const qkv::kernels::SimdTarget& t : qkv::kernels::simd_targets())
+    targets += (targets.empty() ? "" : " ") + t.name;
   std::printf(
       "{\"cpu_model\": \"%s\", \"num_cpus\": %ld, \"cpu_features\": \"%s\", "
-      "\"qkv_simd_target\": \"%s\", \"qkv_gemm_backend\": \"%s\", "
+      "\"qkv_simd_target\": \"%s\", \"qkv_simd_targets\": \"%s\", \"qkv_gemm_backend\": \"%s\", "
       "\"openblas\": \"%s core=%s\"}\n",
       cpu.model_name.c_str(), sysconf(_SC_NPROCESSORS_ONLN),
       qkv::describe_cpu_features(cpu).c_str(),
-      std::string(qkv::kernels::active_simd_target()).c_str(),
+      std::string(qkv::kernels::active_simd_target()).c_str(), targets.c_str(),
       std::string(qkv::kernels::gemm_backend_description()).c_str(), openblas_get_config(),
       openblas_get_corename());
 }
@@ -287,6 +291,7 @@ struct Args {
   int reps = 5;
   double min_time = 0.2;
   bool info = false, help = false;
+  int64_t simd_bits = 0;  // 0: automatic dispatch
   std::vector<std::string> cases;
 };
 
@@ -300,6 +305,12 @@ Args parse_args(int argc, char** argv) {
       a.info = true;
     } else if (s == "--reps") {
       a.reps = int(qkv::bench::parse_int(qkv::bench::flag_value(argc, argv, i), s, 1));
+    } else if (s == "--simd") {
+      const std::string_view want = qkv::bench::flag_value(argc, argv, i);
+      for (const qkv::kernels::SimdTarget& t : qkv::kernels::simd_targets())
+        if (t.name == want) a.simd_bits = t.bits;
+      QKV_CHECK(a.simd_bits != 0, qkv::ConfigError, "--simd ", want,
+                ": not a SIMD target of this CPU (see --info)");
     } else if (s == "--min-time") {
       a.min_time = qkv::bench::parse_seconds(qkv::bench::flag_value(argc, argv, i), s);
     } else {
@@ -328,6 +339,8 @@ int run(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
+  // Pinned in the parent, which runs no kernel: every forked child inherits it.
+  if (args.simd_bits != 0) qkv::kernels::force_simd_target(args.simd_bits);
   if (args.info) {
     print_info();
     return 0;
