@@ -16,6 +16,7 @@
 //   gemm:n=N:thr=N                                          kernels::gemm, N×N×N
 #include <cblas.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -135,9 +136,19 @@ void check_case(const std::string& name) {
 }
 
 struct Timing {
-  std::vector<double> times;  // seconds per call, one per repetition
-  double first = 0;           // the first (warm-up) call
+  std::vector<double> times;      // seconds per call, one per repetition
+  std::vector<double> cpu_times;  // process CPU seconds per call, one per repetition
+  double first = 0;               // the first (warm-up) call
 };
+
+// CPU time of the whole process (all threads). At thr=1 on a loaded machine it counts
+// only the time the case was on a core, so ratios between cases stay meaningful when
+// wall times do not (it still includes cache and memory-bandwidth interference).
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
 
 // One warm-up call (also the call whose memory peak counts), then `reps` repetitions
 // of at least min_time each; calls over 1 s get at most 3 repetitions of 1 call, over
@@ -155,12 +166,14 @@ Timing time_fn(const std::function<void()>& fn, int reps, double min_time) {
     int64_t n = 0;
     double el = 0;
     auto start = Clock::now();
+    const double cpu0 = process_cpu_seconds();
     do {
       fn();
       ++n;
       el = std::chrono::duration<double>(Clock::now() - start).count();
     } while (el < min_time);
     t.times.push_back(el / double(n));
+    t.cpu_times.push_back((process_cpu_seconds() - cpu0) / double(n));
   }
   return t;
 }
@@ -262,8 +275,15 @@ int run_case(const std::string& name, int reps, double min_time) {
   const double med = median(tm.times);
   std::printf("{\"case\": \"%s\", \"median_s\": %.9g, \"times_s\": [", name.c_str(), med);
   for (size_t i = 0; i < tm.times.size(); ++i) std::printf("%s%.9g", i ? ", " : "", tm.times[i]);
+  std::printf("], \"cpu_times_s\": [");
+  for (size_t i = 0; i < tm.cpu_times.size(); ++i)
+    std::printf("%s%.9g", i ? ", " : "", tm.cpu_times[i]);
+  const double cpu_med = median(tm.cpu_times);
   std::printf(
-      "], \"first_s\": %.9g, \"gflops\": %.6g, \"base_rss_kb\": %lld, "
+      "], \"cpu_median_s\": %.9g, \"cpu_gflops\": %.6g, \"simd\": \"%s\", ", cpu_med,
+      flops / cpu_med / 1e9, std::string(qkv::kernels::active_simd_target()).c_str());
+  std::printf(
+      "\"first_s\": %.9g, \"gflops\": %.6g, \"base_rss_kb\": %lld, "
       "\"extra_peak_kb\": %lld, \"hwm_reset\": %s}\n",
       tm.first, flops / med / 1e9, (long long)base_kb, (long long)(reset ? peak_kb - base_kb : -1),
       reset ? "true" : "false");
