@@ -181,9 +181,10 @@ HWY_NOINLINE void OnlineSoftmaxT(float* st, int64_t nc, int64_t nrp, int64_t j0,
     const VF mold = hn::Load(d, q.m + i), mnew = hn::Max(mold, tmax);
     // A lane that has seen no key yet keeps m = −inf and P̃ = 0: subtract 0 there.
     const VF msub = hn::IfThenZeroElse(hn::Eq(mnew, ninf), mnew);
-    // α: 1 where m did not move, 0 on a lane's first visible tile (hn::Exp(−inf) = 0).
-    const VF alpha = hn::IfThenElse(hn::Eq(mold, mnew), hn::Set(d, 1.0f),
-                                    hn::Exp(d, hn::Sub(mold, msub)));
+    // α = exp(m − m'): 1 where m did not move, and on a lane's first visible tile too
+    // (its O and l are still 0, so any α is exact: 1 spares the rescaling pass).
+    const auto keep = hn::Or(hn::Eq(mold, mnew), hn::Eq(mold, ninf));
+    const VF alpha = hn::IfThenElse(keep, hn::Set(d, 1.0f), hn::Exp(d, hn::Sub(mold, msub)));
     VF sum = hn::Zero(d);
     for (int64_t j = 0; j < nc; ++j) {
       float* sj = st + j * nrp + i;
