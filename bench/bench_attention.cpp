@@ -16,6 +16,7 @@
 //   gemm:n=N:thr=N                                          kernels::gemm, N×N×N
 #include <cblas.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,8 +46,9 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: qkv_bench_attention [--reps N] [--min-time S] CASE...   one JSON line per case\n"
-    "       qkv_bench_attention --info                               context JSON\n"
+    "usage: qkv_bench_attention [--reps N] [--min-time S] [--simd T] CASE...   one JSON line per case\n"
+    "       qkv_bench_attention [--simd T] --info                               context JSON\n"
+    "--simd T pins qkv's kernels to SIMD target T (AVX3, AVX2, SCALAR, ...; --info lists them)\n"
     "CASE: sdpa:b=B:h=H:t=T:d=D:causal=0|1:mode=fwd|fwdbwd:thr=N | additive:b=B:t=T:a=A:d=D:thr=N\n"
     "      | gemm:n=N:thr=N   (see bench/README.md and bench/run_attention.sh)\n";
 
@@ -134,9 +136,19 @@ void check_case(const std::string& name) {
 }
 
 struct Timing {
-  std::vector<double> times;  // seconds per call, one per repetition
-  double first = 0;           // the first (warm-up) call
+  std::vector<double> times;      // seconds per call, one per repetition
+  std::vector<double> cpu_times;  // process CPU seconds per call, one per repetition
+  double first = 0;               // the first (warm-up) call
 };
+
+// CPU time of the whole process (all threads). At thr=1 on a loaded machine it counts
+// only the time the case was on a core, so ratios between cases stay meaningful when
+// wall times do not (it still includes cache and memory-bandwidth interference).
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
 
 // One warm-up call (also the call whose memory peak counts), then `reps` repetitions
 // of at least min_time each; calls over 1 s get at most 3 repetitions of 1 call, over
@@ -154,12 +166,14 @@ Timing time_fn(const std::function<void()>& fn, int reps, double min_time) {
     int64_t n = 0;
     double el = 0;
     auto start = Clock::now();
+    const double cpu0 = process_cpu_seconds();
     do {
       fn();
       ++n;
       el = std::chrono::duration<double>(Clock::now() - start).count();
     } while (el < min_time);
     t.times.push_back(el / double(n));
+    t.cpu_times.push_back((process_cpu_seconds() - cpu0) / double(n));
   }
   return t;
 }
@@ -261,8 +275,15 @@ int run_case(const std::string& name, int reps, double min_time) {
   const double med = median(tm.times);
   std::printf("{\"case\": \"%s\", \"median_s\": %.9g, \"times_s\": [", name.c_str(), med);
   for (size_t i = 0; i < tm.times.size(); ++i) std::printf("%s%.9g", i ? ", " : "", tm.times[i]);
+  std::printf("], \"cpu_times_s\": [");
+  for (size_t i = 0; i < tm.cpu_times.size(); ++i)
+    std::printf("%s%.9g", i ? ", " : "", tm.cpu_times[i]);
+  const double cpu_med = median(tm.cpu_times);
   std::printf(
-      "], \"first_s\": %.9g, \"gflops\": %.6g, \"base_rss_kb\": %lld, "
+      "], \"cpu_median_s\": %.9g, \"cpu_gflops\": %.6g, \"simd\": \"%s\", ", cpu_med,
+      flops / cpu_med / 1e9, std::string(qkv::kernels::active_simd_target()).c_str());
+  std::printf(
+      "\"first_s\": %.9g, \"gflops\": %.6g, \"base_rss_kb\": %lld, "
       "\"extra_peak_kb\": %lld, \"hwm_reset\": %s}\n",
       tm.first, flops / med / 1e9, (long long)base_kb, (long long)(reset ? peak_kb - base_kb : -1),
       reset ? "true" : "false");
@@ -272,13 +293,16 @@ int run_case(const std::string& name, int reps, double min_time) {
 
 void print_info() {
   const qkv::CpuFeatures& cpu = qkv::cpu_features();
+  std::string targets;
+  for (const qkv::kernels::SimdTarget& t : qkv::kernels::simd_targets())
+    targets += (targets.empty() ? "" : " ") + t.name;
   std::printf(
       "{\"cpu_model\": \"%s\", \"num_cpus\": %ld, \"cpu_features\": \"%s\", "
-      "\"qkv_simd_target\": \"%s\", \"qkv_gemm_backend\": \"%s\", "
+      "\"qkv_simd_target\": \"%s\", \"qkv_simd_targets\": \"%s\", \"qkv_gemm_backend\": \"%s\", "
       "\"openblas\": \"%s core=%s\"}\n",
       cpu.model_name.c_str(), sysconf(_SC_NPROCESSORS_ONLN),
       qkv::describe_cpu_features(cpu).c_str(),
-      std::string(qkv::kernels::active_simd_target()).c_str(),
+      std::string(qkv::kernels::active_simd_target()).c_str(), targets.c_str(),
       std::string(qkv::kernels::gemm_backend_description()).c_str(), openblas_get_config(),
       openblas_get_corename());
 }
@@ -287,6 +311,7 @@ struct Args {
   int reps = 5;
   double min_time = 0.2;
   bool info = false, help = false;
+  int64_t simd_bits = 0;  // 0: automatic dispatch
   std::vector<std::string> cases;
 };
 
@@ -300,6 +325,12 @@ Args parse_args(int argc, char** argv) {
       a.info = true;
     } else if (s == "--reps") {
       a.reps = int(qkv::bench::parse_int(qkv::bench::flag_value(argc, argv, i), s, 1));
+    } else if (s == "--simd") {
+      const std::string_view want = qkv::bench::flag_value(argc, argv, i);
+      for (const qkv::kernels::SimdTarget& t : qkv::kernels::simd_targets())
+        if (t.name == want) a.simd_bits = t.bits;
+      QKV_CHECK(a.simd_bits != 0, qkv::ConfigError, "--simd ", want,
+                ": not a SIMD target of this CPU (see --info)");
     } else if (s == "--min-time") {
       a.min_time = qkv::bench::parse_seconds(qkv::bench::flag_value(argc, argv, i), s);
     } else {
@@ -328,6 +359,8 @@ int run(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
+  // Pinned in the parent, which runs no kernel: every forked child inherits it.
+  if (args.simd_bits != 0) qkv::kernels::force_simd_target(args.simd_bits);
   if (args.info) {
     print_info();
     return 0;

@@ -1,16 +1,31 @@
 // Fused scaled-dot attention (see qkv/kernels/flash_attention.h), Highway dynamic
-// dispatch for the row-wise softmax work; the tile products go to kernels::gemm (a
-// nested parallel_for inside a chunk runs serially, so each chunk is one thread's work).
+// dispatch. Every tile product runs on qkv's register-tiled micro-kernel
+// (detail/tile_product-inl.h), which reads its operands where they lie; only
+// flash_attention_weights still calls kernels::gemm (not performance-critical).
 //
-// Forward, FlashAttention-2 Algorithm 1 (Dao 2023): per (head, tile of kBr queries),
-// walk key tiles of kBc keys; S = scale·Q Kᵀ is one kBr × kBc tile on the stack. The
-// online softmax keeps per row the running max m and sum l of exp(s − m):
+// The transposed score layout. Per query tile (nr ≤ kBr queries, padded to nrp, a
+// multiple of the vector length) Q is transposed once into a stack tile Qᵀ [dh, nrp]
+// (dO into dOᵀ [dv, nrp] in backward). Scores are then kept as Sᵀ [nc, nrp]: keys in
+// rows, queries in lanes. That makes every product of both passes "A broadcast from any
+// strides × B with contiguous rows", the micro-kernel's one shape, with no per-product
+// repacking:
+//   Sᵀ = scale · K_tile Qᵀ           A = K rows,  B = Qᵀ
+//   O  += P̃ V_tile                  A = P̃ᵀ read transposed (ars 1, ats nrp), B = V rows
+//   dV_tile += Pᵀ dO                 A = Pᵀ,      B = dO rows
+//   dPᵀ = V_tile dOᵀ                 A = V rows,  B = dOᵀ
+//   dQ += scale · dS K_tile          A = dSᵀ read transposed, B = K rows
+//   dK_tile += scale · dSᵀ Q         A = dSᵀ,     B = Q rows
+// and the softmax work runs as vectors across queries (per-lane m, l, α, lse, δ).
+//
+// Forward, FlashAttention-2 Algorithm 1 (Dao 2023): per (head, query tile), walk key
+// tiles of kBc keys. The online softmax keeps per query the running max m and sum l
+// of exp(s − m):
 //   m' = max(m, max_j s_j),  α = exp(m − m'),  P̃ = exp(S − m'),
 //   l' = α·l + Σ_j P̃_j,  O' = α·O + P̃ V,
 // so O is rescaled only when the max moves (α = 1 skips the pass). At the end
-// O /= l and lse = m + log l. Every mask here (causal, key lengths) makes each row's
-// visible keys a prefix [0, visible_i), so key tiles past the last row's prefix are
-// skipped entirely and, in a tile, columns >= visible_i get P = 0.
+// O /= l and lse = m + log l. Every mask here (causal, key lengths) makes each query's
+// visible keys a prefix [0, visible_i), so key tiles past the tile's last visible key
+// are skipped entirely and, in a tile, lanes whose query does not see key j get P = 0.
 //
 // Backward, FlashAttention-2 Algorithm 2: P is recomputed from lse (P = exp(S − lse)),
 //   δ_i = rowsum(dO_i ⊙ O_i),  dV += Pᵀ dO,  dP = dO Vᵀ,  dS = P ⊙ (dP − δ),
@@ -23,6 +38,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "kernels/detail/tile_product.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/kernels/gemm.h"
 
@@ -35,35 +51,47 @@
 #include <hwy/highway.h>
 
 #include "kernels/detail/for_spans-inl.h"
+#include "kernels/detail/tile_product-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace qkv::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+using DF = hn::ScalableTag<float>;
+using DI = hn::RebindToSigned<DF>;
+using VF = hn::Vec<DF>;
+using detail::TileProduct;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
-// Tile sizes: kBr queries × kBc keys. The score tile (and dP in backward) is
-// kBr·kBc floats = 16 KiB on the stack, small enough to stay in L1/L2 with the K/V tile.
+// Tile sizes: kBr queries × kBc keys. A score tile (and dP in backward) is kBr·kBc
+// floats = 16 KiB on the stack, small enough to stay in L1/L2 with the K/V tile.
 constexpr int64_t kBr = 64;
 constexpr int64_t kBc = 64;
+// Head dims up to kDc are transposed once per query tile (32 KiB of stack); a larger
+// head dim is transposed kDc at a time per product (1/kBc extra work), so the stack
+// stays bounded for any dh, dv.
+constexpr int64_t kDc = 128;
 
-HWY_INLINE float RowMax(const float* x, int64_t n) {
-  const hn::ScalableTag<float> d;
-  auto vmax = hn::Set(d, -kInf);
-  float tail = -kInf;
-  ForSpans(n, [&](auto dd, int64_t c) {
-    const auto s = hn::LoadU(dd, x + c);
-    if constexpr (hn::MaxLanes(dd) == 1)
-      tail = std::max(tail, hn::GetLane(s));
-    else
-      vmax = hn::Max(vmax, s);
-  });
-  return std::max(hn::GetLane(hn::MaxOfLanes(d, vmax)), tail);
+HWY_INLINE int64_t PaddedLanes(int64_t nr) {
+  const int64_t lanes = int64_t(hn::Lanes(DF()));
+  return (nr + lanes - 1) / lanes * lanes;
+}
+
+// exp(x) for the softmax's x = s − max ≤ 0 (valid up to x < 88; below −87.3 it gives
+// 2^−126 ≈ 1e−38 instead of 0 or a denormal): hn::Exp's range reduction and polynomial
+// without its handling of large and very negative x, 18 instead of ~26 operations a
+// vector. hn::Exp was ~15 % of a d = 64 forward pass on AVX2.
+HWY_INLINE VF ExpSoftmax(DF d, VF x) {
+  hn::impl::ExpImpl<float> impl;
+  x = hn::Max(x, hn::Set(d, -87.3f));
+  const auto q = hn::NearestInt(hn::Mul(x, hn::Set(d, 1.442695040888963407359924681f)));
+  const VF y = hn::Add(impl.ExpPoly(d, impl.ExpReduce(d, x, q)), hn::Set(d, 1.0f));
+  return hn::Mul(y, impl.Pow2I(d, q));
 }
 
 // x[c] = exp(x[c] − m) over [0, n); returns the sum.
 HWY_INLINE float ExpSubSum(float* x, int64_t n, float m) {
-  const hn::ScalableTag<float> d;
+  const DF d;
   auto vsum = hn::Zero(d);
   float tail = 0.0f;
   ForSpans(n, [&](auto dd, int64_t c) {
@@ -83,14 +111,6 @@ HWY_INLINE void ScaleRow(float* x, int64_t n, float a) {
   });
 }
 
-// dp[c] = p[c] · (dp[c] − delta): dS of one row (0 wherever P is 0).
-HWY_INLINE void SoftmaxGradRow(const float* p, float* dp, int64_t n, float delta) {
-  ForSpans(n, [&](auto dd, int64_t c) {
-    const auto g = hn::Sub(hn::LoadU(dd, dp + c), hn::Set(dd, delta));
-    hn::StoreU(hn::Mul(hn::LoadU(dd, p + c), g), dd, dp + c);
-  });
-}
-
 // Visible keys [0, n) of query row i of head h, and the largest n over rows [i0, i1).
 HWY_INLINE int64_t Visible(const FlashAttentionSpec& s, int64_t h, int64_t i) {
   return ref::flash_visible(s, h, i);
@@ -101,51 +121,122 @@ HWY_INLINE int64_t TileKeyEnd(const FlashAttentionSpec& s, int64_t h, int64_t i0
   return end;
 }
 
-// s [nr, nc] = scale · Q_tile K_tileᵀ, with q [nr, dh], k [nc, dh].
-HWY_INLINE void ScoreTile(const FlashAttentionSpec& s, const float* q, const float* k, int64_t nr,
-                          int64_t nc, float* out) {
-  gemm({false, true, nr, nc, s.dh, s.scale, 0.0, s.dh, s.dh, nc}, q, k, out);
+// A query-side operand X [nr, dx] (rows dx apart: Q or dO of one query tile), held
+// transposed as Xᵀ [dx, nrp] with the pad lanes [nr, nrp) zero.
+struct QueryTileT {
+  const float* x;
+  int64_t nr, nrp, dx;
+  HWY_ALIGN float t[kDc * kBr];
+
+  QueryTileT(const float* rows, int64_t n, int64_t dim)
+      : x(rows), nr(n), nrp(PaddedLanes(n)), dx(dim) {
+    if (dx <= kDc) Transpose(0, dx);
+  }
+  // t = X[:, c0:c0+dc]ᵀ.
+  void Transpose(int64_t c0, int64_t dc) {
+    for (int64_t c = 0; c < dc; ++c) std::fill(t + c * nrp + nr, t + (c + 1) * nrp, 0.0f);
+    for (int64_t i = 0; i < nr; ++i)
+      for (int64_t c = 0; c < dc; ++c) t[c * nrp + i] = x[i * dx + c0 + c];
+  }
+};
+
+// out [nc, nrp] = alpha · R Xᵀ for R [nc, dx] (rows dx apart: K or V of a key tile).
+HWY_INLINE void ProductT(const float* rows, int64_t nc, float alpha, QueryTileT& x, float* out) {
+  for (int64_t c0 = 0; c0 < x.dx; c0 += kDc) {
+    const int64_t dc = std::min(kDc, x.dx - c0);
+    if (x.dx > kDc) x.Transpose(c0, dc);
+    TileProductRun(
+        {nc, x.nrp, dc, rows + c0, x.dx, 1, x.t, x.nrp, out, x.nrp, alpha, /*accumulate=*/c0 > 0});
+  }
+}
+
+// Per-query (lane) state of one query tile; pad lanes see no key.
+struct QueryLanes {
+  HWY_ALIGN int32_t visible[kBr];
+  HWY_ALIGN float m[kBr], l[kBr], alpha[kBr];
+};
+
+// Lanes that see key j: j < visible_i.
+HWY_INLINE auto Sees(const hn::Vec<DI> visible, int64_t j) {
+  const DI di;
+  return hn::RebindMask(DF(), hn::Lt(hn::Set(di, int32_t(j)), visible));
+}
+
+// One online-softmax step over a score tile st = Sᵀ [nc, nrp] of keys j0..: updates
+// m, l, α per lane and turns st into P̃ᵀ = exp(Sᵀ − m'), 0 where masked. kMasked =
+// false when every lane sees every key of the tile (same results, no compare/select:
+// the softmax was 19 % of a forward pass on AVX2 at d = 64).
+template <bool kMasked>
+HWY_NOINLINE void OnlineSoftmaxT(float* st, int64_t nc, int64_t nrp, int64_t j0, QueryLanes& q) {
+  const DF d;
+  const DI di;
+  const VF ninf = hn::Set(d, -kInf);
+  for (int64_t i = 0; i < nrp; i += int64_t(hn::Lanes(d))) {
+    const auto visible = hn::Load(di, q.visible + i);
+    VF tmax = ninf;
+    for (int64_t j = 0; j < nc; ++j) {
+      const VF sj = hn::LoadU(d, st + j * nrp + i);
+      tmax = hn::Max(tmax, kMasked ? hn::IfThenElse(Sees(visible, j0 + j), sj, ninf) : sj);
+    }
+    const VF mold = hn::Load(d, q.m + i), mnew = hn::Max(mold, tmax);
+    // A lane that has seen no key yet keeps m = −inf and P̃ = 0: subtract 0 there.
+    const VF msub = hn::IfThenZeroElse(hn::Eq(mnew, ninf), mnew);
+    // α = exp(m − m'): 1 where m did not move, and on a lane's first visible tile too
+    // (its O and l are still 0, so any α is exact: 1 spares the rescaling pass).
+    const auto keep = hn::Or(hn::Eq(mold, mnew), hn::Eq(mold, ninf));
+    const VF alpha = hn::IfThenElse(keep, hn::Set(d, 1.0f), hn::Exp(d, hn::Sub(mold, msub)));
+    VF sum = hn::Zero(d);
+    for (int64_t j = 0; j < nc; ++j) {
+      float* sj = st + j * nrp + i;
+      VF p = ExpSoftmax(d, hn::Sub(hn::LoadU(d, sj), msub));
+      if constexpr (kMasked) p = hn::IfThenElseZero(Sees(visible, j0 + j), p);
+      hn::StoreU(p, d, sj);
+      sum = hn::Add(sum, p);
+    }
+    hn::Store(mnew, d, q.m + i);
+    hn::Store(hn::MulAdd(alpha, hn::Load(d, q.l + i), sum), d, q.l + i);
+    hn::Store(alpha, d, q.alpha + i);
+  }
 }
 
 // One (head h, queries [q0, q0 + nr)) forward chunk: the online softmax above.
 void ForwardTile(const FlashAttentionSpec& s, const float* q, const float* k, const float* v,
                  float* out, float* lse, int64_t h, int64_t q0, int64_t nr) {
-  float st[kBr * kBc];  // score / probability tile [nr, nc]
-  float m[kBr], l[kBr];
-  const float* qt = q + (h * s.tq + q0) * s.dh;  // [nr, dh]
-  const float* kh = k + h * s.tk * s.dh;         // [tk, dh]
-  const float* vh = v + h * s.tk * s.dv;         // [tk, dv]
-  float* ot = out + (h * s.tq + q0) * s.dv;      // [nr, dv], the accumulator O
+  QueryTileT qt(q + (h * s.tq + q0) * s.dh, nr, s.dh);  // Qᵀ [dh, nrp]
+  const int64_t nrp = qt.nrp;
+  HWY_ALIGN float st[kBc * kBr];  // Sᵀ, then P̃ᵀ [nc, nrp]
+  QueryLanes lanes;
+  int64_t all_see = std::numeric_limits<int64_t>::max();  // keys [0, all_see) seen by every lane
+  for (int64_t i = 0; i < nrp; ++i) {
+    lanes.visible[i] = i < nr ? int32_t(Visible(s, h, q0 + i)) : 0;
+    all_see = std::min<int64_t>(all_see, lanes.visible[i]);
+    lanes.m[i] = -kInf;
+    lanes.l[i] = 0.0f;
+  }
+  const float* kh = k + h * s.tk * s.dh;     // [tk, dh]
+  const float* vh = v + h * s.tk * s.dv;     // [tk, dv]
+  float* ot = out + (h * s.tq + q0) * s.dv;  // [nr, dv], the accumulator O
   std::fill(ot, ot + nr * s.dv, 0.0f);
-  std::fill(m, m + nr, -kInf);
-  std::fill(l, l + nr, 0.0f);
   const int64_t kend = TileKeyEnd(s, h, q0, q0 + nr);
   for (int64_t j0 = 0; j0 < kend; j0 += kBc) {
     const int64_t nc = std::min(kBc, kend - j0);
-    ScoreTile(s, qt, kh + j0 * s.dh, nr, nc, st);
-    for (int64_t r = 0; r < nr; ++r) {
-      float* sr = st + r * nc;  // [nc]
-      const int64_t lim = std::clamp<int64_t>(Visible(s, h, q0 + r) - j0, 0, nc);
-      if (lim > 0) {
-        const float mnew = std::max(m[r], RowMax(sr, lim));
-        const float alpha = std::exp(m[r] - mnew);  // 0 on the first visible tile
-        l[r] = alpha * l[r] + ExpSubSum(sr, lim, mnew);
-        if (alpha != 1.0f) ScaleRow(ot + r * s.dv, s.dv, alpha);
-        m[r] = mnew;
-      }
-      std::fill(sr + lim, sr + nc, 0.0f);
-    }
-    // O += P̃ V_tile:  P̃ [nr, nc], V_tile [nc, dv].
-    gemm({false, false, nr, s.dv, nc, 1.0, 1.0, nc, s.dv, s.dv}, st, vh + j0 * s.dv, ot);
+    ProductT(kh + j0 * s.dh, nc, float(s.scale), qt, st);
+    if (j0 + nc <= all_see)
+      OnlineSoftmaxT<false>(st, nc, nrp, j0, lanes);
+    else
+      OnlineSoftmaxT<true>(st, nc, nrp, j0, lanes);
+    for (int64_t r = 0; r < nr; ++r)
+      if (lanes.alpha[r] != 1.0f) ScaleRow(ot + r * s.dv, s.dv, lanes.alpha[r]);
+    // O += P̃ V_tile: A = P̃ᵀ read transposed, B = V_tile [nc, dv].
+    TileProductRun({nr, s.dv, nc, st, 1, nrp, vh + j0 * s.dv, s.dv, ot, s.dv, 1.0f, true});
   }
   for (int64_t r = 0; r < nr; ++r) {
-    float* orow = ot + r * s.dv;
-    if (l[r] == 0.0f) {  // no visible key: O = 0 (already), lse = -inf
+    if (lanes.l[r] == 0.0f) {  // no visible key: O = 0 (already), lse = -inf
       lse[h * s.tq + q0 + r] = -kInf;
       continue;
     }
-    ScaleRow(orow, s.dv, 1.0f / l[r]);
-    lse[h * s.tq + q0 + r] = float(double(m[r]) + std::log(double(l[r])));
+    ScaleRow(ot + r * s.dv, s.dv, 1.0f / lanes.l[r]);
+    lse[h * s.tq + q0 + r] = float(double(lanes.m[r]) + std::log(double(lanes.l[r])));
   }
 }
 
@@ -160,43 +251,84 @@ void ForwardImpl(const FlashAttentionSpec& s, const float* q, const float* k, co
   });
 }
 
-// Probabilities of a score tile in place: s [nr, nc] (rows i0.., keys j0..) becomes
-// P = exp(s − lse_i) over visible keys, 0 elsewhere and on fully masked rows.
-HWY_INLINE void ProbTile(const FlashAttentionSpec& s, const float* lse, int64_t h, int64_t i0,
-                         int64_t nr, int64_t j0, int64_t nc, int64_t ld, float* st) {
-  for (int64_t r = 0; r < nr; ++r) {
-    float* sr = st + r * ld;  // [nc]
-    const float l = lse[h * s.tq + i0 + r];
-    int64_t lim = std::clamp<int64_t>(Visible(s, h, i0 + r) - j0, 0, nc);
-    if (l == -kInf) lim = 0;
-    if (lim > 0) ExpSubSum(sr, lim, l);
-    std::fill(sr + lim, sr + nc, 0.0f);
+// Per-query (lane) inputs of the backward pass of one query tile; pad lanes and
+// fully masked queries see no key (visible 0), so their P and dS are 0.
+struct BackwardLanes {
+  HWY_ALIGN int32_t visible[kBr];
+  HWY_ALIGN float lse[kBr], delta[kBr];
+};
+
+// st = Sᵀ [nc, nrp] of keys j0.. becomes Pᵀ = exp(Sᵀ − lse), 0 where masked (kMasked
+// false: every lane sees every key of the tile).
+template <bool kMasked>
+HWY_NOINLINE void ProbT(float* st, int64_t nc, int64_t nrp, int64_t j0, const BackwardLanes& q) {
+  const DF d;
+  const DI di;
+  for (int64_t i = 0; i < nrp; i += int64_t(hn::Lanes(d))) {
+    const auto visible = hn::Load(di, q.visible + i);
+    const VF l = hn::Load(d, q.lse + i);
+    for (int64_t j = 0; j < nc; ++j) {
+      float* sj = st + j * nrp + i;
+      VF p = ExpSoftmax(d, hn::Sub(hn::LoadU(d, sj), l));
+      if constexpr (kMasked) p = hn::IfThenElseZero(Sees(visible, j0 + j), p);
+      hn::StoreU(p, d, sj);
+    }
   }
 }
 
-// One query tile × one key tile of the backward pass of head h.
-void BackwardTile(const FlashAttentionSpec& s, const float* q, const float* k, const float* v,
-                  const float* lse, const float* dout, const float* delta, float* dq, float* dk,
-                  float* dv, int64_t h, int64_t q0, int64_t nr, int64_t j0, int64_t nc) {
-  float pt[kBr * kBc];                               // P tile [nr, nc]
-  float dpt[kBr * kBc];                              // dP, then dS, tile [nr, nc]
-  const float* qt = q + (h * s.tq + q0) * s.dh;      // [nr, dh]
-  const float* dot = dout + (h * s.tq + q0) * s.dv;  // [nr, dv]
-  const float* kt = k + (h * s.tk + j0) * s.dh;      // [nc, dh]
-  const float* vt = v + (h * s.tk + j0) * s.dv;      // [nc, dv]
-  ScoreTile(s, qt, kt, nr, nc, pt);
-  ProbTile(s, lse, h, q0, nr, j0, nc, nc, pt);
-  // dV_tile += Pᵀ dO:  Pᵀ [nc, nr], dO [nr, dv].
-  gemm({true, false, nc, s.dv, nr, 1.0, 1.0, nc, s.dv, s.dv}, pt, dot, dv + (h * s.tk + j0) * s.dv);
-  // dP = dO V_tileᵀ [nr, nc].
-  gemm({false, true, nr, nc, s.dv, 1.0, 0.0, s.dv, s.dv, nc}, dot, vt, dpt);
-  for (int64_t r = 0; r < nr; ++r)
-    SoftmaxGradRow(pt + r * nc, dpt + r * nc, nc, delta[h * s.tq + q0 + r]);
-  // dQ_tile += scale · dS K_tile;  dK_tile += scale · dSᵀ Q_tile.
-  gemm({false, false, nr, s.dh, nc, s.scale, 1.0, nc, s.dh, s.dh}, dpt, kt,
-       dq + (h * s.tq + q0) * s.dh);
-  gemm({true, false, nc, s.dh, nr, s.scale, 1.0, nc, s.dh, s.dh}, dpt, qt,
-       dk + (h * s.tk + j0) * s.dh);
+// dpt = pt ⊙ (dpt − δ): dSᵀ [nc, nrp] (0 wherever P is 0).
+HWY_NOINLINE void SoftmaxGradT(const float* pt, float* dpt, int64_t nc, int64_t nrp,
+                             const BackwardLanes& q) {
+  const DF d;
+  for (int64_t i = 0; i < nrp; i += int64_t(hn::Lanes(d))) {
+    const VF delta = hn::Load(d, q.delta + i);
+    for (int64_t j = 0; j < nc; ++j) {
+      const int64_t at = j * nrp + i;
+      hn::StoreU(hn::Mul(hn::LoadU(d, pt + at), hn::Sub(hn::LoadU(d, dpt + at), delta)), d,
+                 dpt + at);
+    }
+  }
+}
+
+// The backward pass of queries [q0, q0 + nr) of head h against every key tile they see.
+void BackwardQueryTile(const FlashAttentionSpec& s, const float* q, const float* k,
+                       const float* v, const float* lse, const float* dout, const float* delta,
+                       float* dq, float* dk, float* dv, int64_t h, int64_t q0, int64_t nr) {
+  const float* qrows = q + (h * s.tq + q0) * s.dh;     // [nr, dh]
+  const float* dorows = dout + (h * s.tq + q0) * s.dv;  // [nr, dv]
+  float* dqrows = dq + (h * s.tq + q0) * s.dh;          // [nr, dh]
+  QueryTileT qt(qrows, nr, s.dh), dot(dorows, nr, s.dv);  // Qᵀ [dh, nrp], dOᵀ [dv, nrp]
+  const int64_t nrp = qt.nrp;
+  BackwardLanes lanes;
+  int64_t all_see = std::numeric_limits<int64_t>::max();  // keys [0, all_see) seen by every lane
+  for (int64_t i = 0; i < nrp; ++i) {
+    const float l = i < nr ? lse[h * s.tq + q0 + i] : -kInf;
+    lanes.visible[i] = l == -kInf ? 0 : int32_t(Visible(s, h, q0 + i));
+    all_see = std::min<int64_t>(all_see, lanes.visible[i]);
+    lanes.lse[i] = l == -kInf ? 0.0f : l;
+    lanes.delta[i] = i < nr ? delta[h * s.tq + q0 + i] : 0.0f;
+  }
+  HWY_ALIGN float pt[kBc * kBr];   // Pᵀ [nc, nrp]
+  HWY_ALIGN float dpt[kBc * kBr];  // dPᵀ, then dSᵀ [nc, nrp]
+  const float scale = float(s.scale);
+  const int64_t kend = TileKeyEnd(s, h, q0, q0 + nr);
+  for (int64_t j0 = 0; j0 < kend; j0 += kBc) {
+    const int64_t nc = std::min(kBc, kend - j0);
+    const float* kt = k + (h * s.tk + j0) * s.dh;  // [nc, dh]
+    const float* vt = v + (h * s.tk + j0) * s.dv;  // [nc, dv]
+    float* dkt = dk + (h * s.tk + j0) * s.dh;      // [nc, dh]
+    float* dvt = dv + (h * s.tk + j0) * s.dv;      // [nc, dv]
+    ProductT(kt, nc, scale, qt, pt);
+    if (j0 + nc <= all_see)
+      ProbT<false>(pt, nc, nrp, j0, lanes);
+    else
+      ProbT<true>(pt, nc, nrp, j0, lanes);
+    TileProductRun({nc, s.dv, nr, pt, nrp, 1, dorows, s.dv, dvt, s.dv, 1.0f, true});  // dV += Pᵀ dO
+    ProductT(vt, nc, 1.0f, dot, dpt);                                                  // dPᵀ = V dOᵀ
+    SoftmaxGradT(pt, dpt, nc, nrp, lanes);
+    TileProductRun({nr, s.dh, nc, dpt, 1, nrp, kt, s.dh, dqrows, s.dh, scale, true});  // dQ += dS K
+    TileProductRun({nc, s.dh, nr, dpt, nrp, 1, qrows, s.dh, dkt, s.dh, scale, true});  // dK += dSᵀ Q
+  }
 }
 
 void BackwardHead(const FlashAttentionSpec& s, const float* q, const float* k, const float* v,
@@ -212,13 +344,8 @@ void BackwardHead(const FlashAttentionSpec& s, const float* q, const float* k, c
     for (int64_t c = 0; c < s.dv; ++c) acc += double(o[c]) * double(g[c]);
     delta[h * s.tq + i] = float(acc);
   }
-  for (int64_t q0 = 0; q0 < s.tq; q0 += kBr) {
-    const int64_t nr = std::min(kBr, s.tq - q0);
-    const int64_t kend = TileKeyEnd(s, h, q0, q0 + nr);
-    for (int64_t j0 = 0; j0 < kend; j0 += kBc)
-      BackwardTile(s, q, k, v, lse, dout, delta, dq, dk, dv, h, q0, nr, j0,
-                   std::min(kBc, kend - j0));
-  }
+  for (int64_t q0 = 0; q0 < s.tq; q0 += kBr)
+    BackwardQueryTile(s, q, k, v, lse, dout, delta, dq, dk, dv, h, q0, std::min(kBr, s.tq - q0));
 }
 
 void BackwardImpl(const FlashAttentionSpec& s, const float* q, const float* k, const float* v,
@@ -230,6 +357,20 @@ void BackwardImpl(const FlashAttentionSpec& s, const float* q, const float* k, c
   });
 }
 
+// Probabilities of query rows [i0, i0 + nr) of head h, in place: s [nr, tk] (scores,
+// rows tk apart) becomes P = exp(s − lse_i) over visible keys, 0 elsewhere.
+HWY_INLINE void ProbRows(const FlashAttentionSpec& s, const float* lse, int64_t h, int64_t i0,
+                         int64_t nr, float* st) {
+  for (int64_t r = 0; r < nr; ++r) {
+    float* sr = st + r * s.tk;  // [tk]
+    const float l = lse[h * s.tq + i0 + r];
+    const int64_t lim = l == -kInf ? 0 : Visible(s, h, i0 + r);
+    if (lim > 0) ExpSubSum(sr, lim, l);
+    std::fill(sr + lim, sr + s.tk, 0.0f);
+  }
+}
+
+// Inspection only (need_weights), so one gemm per head is fast enough.
 void WeightsImpl(const FlashAttentionSpec& s, const float* q, const float* k, const float* lse,
                  int64_t row_begin, int64_t row_end, float* p) {
   const int64_t rows = row_end - row_begin;
@@ -237,11 +378,14 @@ void WeightsImpl(const FlashAttentionSpec& s, const float* q, const float* k, co
   parallel_for(0, s.bh, 1, [&](int64_t h0, int64_t h1) {
     for (int64_t h = h0; h < h1; ++h) {
       float* ph = p + h * rows * s.tk;  // [rows, tk]
-      ScoreTile(s, q + (h * s.tq + row_begin) * s.dh, k + h * s.tk * s.dh, rows, s.tk, ph);
-      ProbTile(s, lse, h, row_begin, rows, 0, s.tk, s.tk, ph);
+      gemm({false, true, rows, s.tk, s.dh, s.scale, 0.0, s.dh, s.dh, s.tk},
+           q + (h * s.tq + row_begin) * s.dh, k + h * s.tk * s.dh, ph);
+      ProbRows(s, lse, h, row_begin, rows, ph);
     }
   });
 }
+
+void TileProductImpl(const TileProduct& p) { TileProductRun(p); }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace qkv::kernels
@@ -253,6 +397,7 @@ namespace qkv::kernels {
 HWY_EXPORT(ForwardImpl);
 HWY_EXPORT(BackwardImpl);
 HWY_EXPORT(WeightsImpl);
+HWY_EXPORT(TileProductImpl);
 
 void flash_attention_forward(const FlashAttentionSpec& spec, const float* q, const float* k,
                              const float* v, float* out, float* lse) noexcept {
@@ -269,6 +414,10 @@ void flash_attention_weights(const FlashAttentionSpec& spec, const float* q, con
                              const float* lse, int64_t row_begin, int64_t row_end,
                              float* p) noexcept {
   HWY_DYNAMIC_DISPATCH(WeightsImpl)(spec, q, k, lse, row_begin, row_end, p);
+}
+
+void detail::tile_product(const detail::TileProduct& p) noexcept {
+  HWY_DYNAMIC_DISPATCH(TileProductImpl)(p);
 }
 
 }  // namespace qkv::kernels

@@ -1,7 +1,8 @@
 // Fused ("flash") scaled-dot attention, FlashAttention-2 style (Dao 2023, Algorithms 1
 // and 2): O = softmax(scale · Q Kᵀ, masked) V without ever materialising the tq × tk
 // score matrix. Memory is O(T): besides the outputs only lse [bh, tq] (and delta
-// [bh, tq] in backward) is kept; tiles of scores live on the stack.
+// [bh, tq] in backward) is kept; tiles of scores (and the query tile transposed, for
+// head dims up to 128 at once) live on the stack: under 100 KiB per call and thread.
 //
 // Layouts (all contiguous, row-major):
 //   q [bh, tq, dh], k [bh, tk, dh], v [bh, tk, dv], out/dout [bh, tq, dv], lse [bh, tq].

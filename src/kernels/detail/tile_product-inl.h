@@ -1,0 +1,149 @@
+// TileProductRun: qkv's register-tiled micro-kernel for the small products inside
+// fused kernels (operands and contract: tile_product.h). Private to src/kernels. A
+// Highway "-inl" header: included once per SIMD target from a file that uses
+// foreach_target.h, hence the toggling include guard instead of #pragma once.
+//
+// Why not kernels::gemm: flash attention's tile products are 64 × 64 × d. OpenBLAS
+// packs both operands and zeroes C on every call; profiled on the issue-13 machine
+// (B=1, H=8, T=1024, d=64, 1 thread) that was 22 % of the time against 54 % in its
+// compute kernel. Here B's rows are loaded as they lie (the flash kernel arranges
+// every product so that B has contiguous rows) and A is broadcast from any strides.
+//
+// Register tile: kTileRows rows × 2 vectors of C, k innermost. Per step: 2 vector
+// loads of B, kTileRows broadcasts of A, 2·kTileRows FMAs. AVX2 (16 ymm): 6 × 2 = 12
+// accumulators + 2 B + 1 broadcast = 15 registers; AVX-512 (32 zmm): 12 × 2 = 24 + 3.
+// Tails: the last rows (< kTileRows) by the same code with fewer rows; columns by one
+// full vector, then one masked vector (MaskedLoad / BlendedStore) for n mod lanes.
+// Measured (64×64×64, A as rows and A transposed + accumulate, best of 40 × 2000 calls
+// by thread CPU time on the shared 2-core AMD EPYC): AVX2 6×2 91-95 GFLOP/s, 4×3 92-96,
+// 4×2 88-100, 5×2 85-91; AVX-512 12×2 179-203, 6×4 193-219, 4×4 182-200, 8×3 175-198,
+// 14×2 163-200 -- all within the noise, so the tile that mirrors gemm_portable's stays.
+// OpenBLAS sgemm at 1024³ on the same machine: 90 (Haswell core) / 172 (SkylakeX core).
+#if defined(QKV_KERNELS_DETAIL_TILE_PRODUCT_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef QKV_KERNELS_DETAIL_TILE_PRODUCT_INL_H_
+#undef QKV_KERNELS_DETAIL_TILE_PRODUCT_INL_H_
+#else
+#define QKV_KERNELS_DETAIL_TILE_PRODUCT_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/detail/tile_product.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace qkv::kernels {
+namespace HWY_NAMESPACE {
+namespace tile_product_detail {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+constexpr int kTileRows = hn::MaxLanes(DF()) >= 16 ? 12 : 6;
+constexpr int kTileVectors = 2;
+
+// C[0:R, cols of NV vectors] of the product, with a, b, c already offset to the
+// block's first row / column. Partial: the last vector holds only `tail` lanes.
+// Not inlined, so that profiles name it: one call per R × NV·lanes × k block costs
+// nothing measurable (inlined vs not, interleaved runs: within the ±10 % noise).
+template <int R, int NV, bool kPartial>
+HWY_NOINLINE void Block(const detail::TileProduct& p, const float* HWY_RESTRICT a,
+                        const float* HWY_RESTRICT b, float* HWY_RESTRICT c, size_t tail) {
+  const DF d;
+  const size_t lanes = hn::Lanes(d);
+  const auto last = hn::FirstN(d, kPartial ? tail : lanes);
+  VF acc[R][NV];
+#pragma GCC unroll 24
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = hn::Zero(d);
+  for (int64_t t = 0; t < p.k; ++t) {
+    const float* bt = b + t * p.ldb;
+    VF bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      bv[v] = (kPartial && v == NV - 1) ? hn::MaskedLoad(last, d, bt + v * lanes)
+                                        : hn::LoadU(d, bt + v * lanes);
+    const float* at = a + t * p.ats;
+#pragma GCC unroll 24
+    for (int r = 0; r < R; ++r) {
+      const VF ar = hn::Set(d, at[r * p.ars]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = hn::MulAdd(ar, bv[v], acc[r][v]);
+    }
+  }
+  const VF alpha = hn::Set(d, p.alpha);
+#pragma GCC unroll 24
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      float* cp = c + r * p.ldc + v * lanes;
+      const bool part = kPartial && v == NV - 1;
+      VF out = hn::Mul(alpha, acc[r][v]);
+      if (p.accumulate)
+        out = hn::MulAdd(alpha, acc[r][v], part ? hn::MaskedLoad(last, d, cp) : hn::LoadU(d, cp));
+      if (part)
+        hn::BlendedStore(out, last, d, cp);
+      else
+        hn::StoreU(out, d, cp);
+    }
+}
+
+// Rows [r0, m) of one column block, fewer than MR: the block with exactly that many.
+template <int NV, bool kPartial, int R>
+HWY_INLINE void RowTail(const detail::TileProduct& p, int64_t r0, int64_t col, size_t tail) {
+  if constexpr (R > 0) {
+    if (p.m - r0 == R)
+      Block<R, NV, kPartial>(p, p.a + r0 * p.ars, p.b + col, p.c + r0 * p.ldc + col, tail);
+    else
+      RowTail<NV, kPartial, R - 1>(p, r0, col, tail);
+  }
+}
+
+template <int MR, int NV, bool kPartial>
+HWY_INLINE void Columns(const detail::TileProduct& p, int64_t col, size_t tail) {
+  int64_t r0 = 0;
+  for (; r0 + MR <= p.m; r0 += MR)
+    Block<MR, NV, kPartial>(p, p.a + r0 * p.ars, p.b + col, p.c + r0 * p.ldc + col, tail);
+  if (r0 < p.m) RowTail<NV, kPartial, MR - 1>(p, r0, col, tail);
+}
+
+}  // namespace tile_product_detail
+
+// The product p (tile_product.h) with an MR × NV-vector register tile. Column blocks
+// outermost: one block's B panel (k × NV vectors, 4 KiB at k = 64 on AVX2) stays in L1
+// while A's rows stream past it. The columns left after the NV-vector blocks go in a
+// 2-vector block, a 1-vector block, then one masked vector.
+template <int MR, int NV>
+HWY_INLINE void TileProductRunWith(const detail::TileProduct& p) {
+  namespace tp = tile_product_detail;
+  if (p.m <= 0 || p.n <= 0) return;
+  const int64_t lanes = int64_t(hwy::HWY_NAMESPACE::Lanes(tp::DF()));
+  int64_t col = 0;
+  for (; col + NV * lanes <= p.n; col += NV * lanes) tp::Columns<MR, NV, false>(p, col, 0);
+  if constexpr (NV > 2) {
+    if (col + 2 * lanes <= p.n) {
+      tp::Columns<MR, 2, false>(p, col, 0);
+      col += 2 * lanes;
+    }
+  }
+  if constexpr (NV > 1) {
+    if (col + lanes <= p.n) {
+      tp::Columns<MR, 1, false>(p, col, 0);
+      col += lanes;
+    }
+  }
+  if (col < p.n) tp::Columns<MR, 1, true>(p, col, size_t(p.n - col));
+}
+
+HWY_INLINE void TileProductRun(const detail::TileProduct& p) {
+  TileProductRunWith<tile_product_detail::kTileRows, tile_product_detail::kTileVectors>(p);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace qkv::kernels
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard
