@@ -46,7 +46,8 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: qkv_bench_attention [--reps N] [--min-time S] [--simd T] CASE...   one JSON line per case\n"
+    "usage: qkv_bench_attention [--reps N] [--min-time S] [--simd T] CASE...   one JSON line per "
+    "case\n"
     "       qkv_bench_attention [--simd T] --info                               context JSON\n"
     "--simd T pins qkv's kernels to SIMD target T (AVX3, AVX2, SCALAR, ...; --info lists them)\n"
     "CASE: sdpa:b=B:h=H:t=T:d=D:causal=0|1:mode=fwd|fwdbwd:thr=N | additive:b=B:t=T:a=A:d=D:thr=N\n"
@@ -279,9 +280,8 @@ int run_case(const std::string& name, int reps, double min_time) {
   for (size_t i = 0; i < tm.cpu_times.size(); ++i)
     std::printf("%s%.9g", i ? ", " : "", tm.cpu_times[i]);
   const double cpu_med = median(tm.cpu_times);
-  std::printf(
-      "], \"cpu_median_s\": %.9g, \"cpu_gflops\": %.6g, \"simd\": \"%s\", ", cpu_med,
-      flops / cpu_med / 1e9, std::string(qkv::kernels::active_simd_target()).c_str());
+  std::printf("], \"cpu_median_s\": %.9g, \"cpu_gflops\": %.6g, \"simd\": \"%s\", ", cpu_med,
+              flops / cpu_med / 1e9, std::string(qkv::kernels::active_simd_target()).c_str());
   std::printf(
       "\"first_s\": %.9g, \"gflops\": %.6g, \"base_rss_kb\": %lld, "
       "\"extra_peak_kb\": %lld, \"hwm_reset\": %s}\n",

@@ -278,7 +278,7 @@ HWY_NOINLINE void ProbT(float* st, int64_t nc, int64_t nrp, int64_t j0, const Ba
 
 // dpt = pt ⊙ (dpt − δ): dSᵀ [nc, nrp] (0 wherever P is 0).
 HWY_NOINLINE void SoftmaxGradT(const float* pt, float* dpt, int64_t nc, int64_t nrp,
-                             const BackwardLanes& q) {
+                               const BackwardLanes& q) {
   const DF d;
   for (int64_t i = 0; i < nrp; i += int64_t(hn::Lanes(d))) {
     const VF delta = hn::Load(d, q.delta + i);
@@ -291,12 +291,12 @@ HWY_NOINLINE void SoftmaxGradT(const float* pt, float* dpt, int64_t nc, int64_t 
 }
 
 // The backward pass of queries [q0, q0 + nr) of head h against every key tile they see.
-void BackwardQueryTile(const FlashAttentionSpec& s, const float* q, const float* k,
-                       const float* v, const float* lse, const float* dout, const float* delta,
-                       float* dq, float* dk, float* dv, int64_t h, int64_t q0, int64_t nr) {
-  const float* qrows = q + (h * s.tq + q0) * s.dh;     // [nr, dh]
-  const float* dorows = dout + (h * s.tq + q0) * s.dv;  // [nr, dv]
-  float* dqrows = dq + (h * s.tq + q0) * s.dh;          // [nr, dh]
+void BackwardQueryTile(const FlashAttentionSpec& s, const float* q, const float* k, const float* v,
+                       const float* lse, const float* dout, const float* delta, float* dq,
+                       float* dk, float* dv, int64_t h, int64_t q0, int64_t nr) {
+  const float* qrows = q + (h * s.tq + q0) * s.dh;        // [nr, dh]
+  const float* dorows = dout + (h * s.tq + q0) * s.dv;    // [nr, dv]
+  float* dqrows = dq + (h * s.tq + q0) * s.dh;            // [nr, dh]
   QueryTileT qt(qrows, nr, s.dh), dot(dorows, nr, s.dv);  // Qᵀ [dh, nrp], dOᵀ [dv, nrp]
   const int64_t nrp = qt.nrp;
   BackwardLanes lanes;
@@ -324,10 +324,11 @@ void BackwardQueryTile(const FlashAttentionSpec& s, const float* q, const float*
     else
       ProbT<true>(pt, nc, nrp, j0, lanes);
     TileProductRun({nc, s.dv, nr, pt, nrp, 1, dorows, s.dv, dvt, s.dv, 1.0f, true});  // dV += Pᵀ dO
-    ProductT(vt, nc, 1.0f, dot, dpt);                                                  // dPᵀ = V dOᵀ
+    ProductT(vt, nc, 1.0f, dot, dpt);  // dPᵀ = V dOᵀ
     SoftmaxGradT(pt, dpt, nc, nrp, lanes);
     TileProductRun({nr, s.dh, nc, dpt, 1, nrp, kt, s.dh, dqrows, s.dh, scale, true});  // dQ += dS K
-    TileProductRun({nc, s.dh, nr, dpt, nrp, 1, qrows, s.dh, dkt, s.dh, scale, true});  // dK += dSᵀ Q
+    TileProductRun(
+        {nc, s.dh, nr, dpt, nrp, 1, qrows, s.dh, dkt, s.dh, scale, true});  // dK += dSᵀ Q
   }
 }
 
@@ -385,7 +386,9 @@ void WeightsImpl(const FlashAttentionSpec& s, const float* q, const float* k, co
   });
 }
 
-void TileProductImpl(const TileProduct& p) { TileProductRun(p); }
+void TileProductImpl(const TileProduct& p) {
+  TileProductRun(p);
+}
 
 }  // namespace HWY_NAMESPACE
 }  // namespace qkv::kernels

@@ -154,8 +154,8 @@ struct Shape {
 // Each (tq, tk) of the brief paired with a few head dims (not all combinations: the
 // double reference is O(bh·tq·tk·d) per pass).
 constexpr Shape kShapes[] = {
-    {2, 1, 239, 1, 7},     {2, 1, 239, 128, 64},   {2, 3, 799, 59, 111}, {2, 3, 799, 7, 1},
-    {2, 257, 257, 64, 64}, {1, 257, 257, 111, 59}, {1, 1024, 1, 7, 128}, {1, 1024, 1, 1, 1},
+    {2, 1, 239, 1, 7},      {2, 1, 239, 128, 64},   {2, 3, 799, 59, 111}, {2, 3, 799, 7, 1},
+    {2, 257, 257, 64, 64},  {1, 257, 257, 111, 59}, {1, 1024, 1, 7, 128}, {1, 1024, 1, 1, 1},
     {1, 70, 130, 200, 150},  // dh, dv above the kernel's 128: Qᵀ, dOᵀ transposed in chunks
 };
 

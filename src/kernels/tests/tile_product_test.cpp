@@ -64,8 +64,18 @@ void check(const Case& cs, bool fused_multiply_add, uint32_t seed) {
   for (int64_t r = 0; r < cs.m; ++r)
     for (int64_t col = cs.n; col < cs.n + kPad; ++col) c0[r * (cs.n + kPad) + col] = kSentinel;
   std::vector<float> c = c0;
-  TileProduct p{cs.m, cs.n, cs.k, a.data(), cs.transposed_a ? 1 : lda, cs.transposed_a ? lda : 1,
-                b.data(), cs.n + kPad, c.data(), cs.n + kPad, 0.75f, cs.accumulate};
+  TileProduct p{cs.m,
+                cs.n,
+                cs.k,
+                a.data(),
+                cs.transposed_a ? 1 : lda,
+                cs.transposed_a ? lda : 1,
+                b.data(),
+                cs.n + kPad,
+                c.data(),
+                cs.n + kPad,
+                0.75f,
+                cs.accumulate};
   detail::tile_product(p);
   const std::vector<float> want = scalar_product(p, c0);
   for (int64_t r = 0; r < cs.m; ++r)
@@ -98,9 +108,9 @@ TEST(TileProduct, MatchesScalarLoopOnEveryTarget) {
         for (int64_t k : ks)
           for (bool transposed : {false, true})
             for (bool accumulate : {false, true}) {
-              SCOPED_TRACE(::testing::Message() << "m " << m << " n " << nn << " k " << k
-                                                << " transposed A " << transposed
-                                                << " accumulate " << accumulate);
+              SCOPED_TRACE(::testing::Message()
+                           << "m " << m << " n " << nn << " k " << k << " transposed A "
+                           << transposed << " accumulate " << accumulate);
               check({m, nn, k, transposed, accumulate}, fma, seed_for(++n, m, nn));
               if (::testing::Test::HasFatalFailure()) return;
             }
