@@ -14,4 +14,11 @@ std::string format_fixed(double value, int decimals) {
   return ec == std::errc() ? std::string(buffer, end) : std::string();
 }
 
+std::string format_significant(double value, int digits) {
+  char buffer[64];  // 30 digits, sign, point, exponent
+  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value,
+                                       std::chars_format::general, std::clamp(digits, 1, 30));
+  return ec == std::errc() ? std::string(buffer, end) : std::string();
+}
+
 }  // namespace qkv

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "qkv/base/error.h"
+#include "qkv/base/format.h"
 
 namespace qkv::cli {
 
@@ -15,24 +16,18 @@ constexpr const char* kForms =
     "use <N>u (updates), <N>e (epochs), <N>s, <N>m or <N>h (wall time), or several joined "
     "by commas to stop at whichever comes first (e.g. 5e,30m); 0 means no limit";
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 class BudgetParser {
  public:
   BudgetParser(std::string_view text, std::string_view where) : text_(text), where_(where) {}
 
   Budget run() {
-    const std::string_view all = trim(text_);
+    const std::string_view all = trim_blanks(text_);
     if (all.empty()) fail("it is empty");
     if (all == "0") return budget_;
     size_t start = 0;
     while (true) {
       const size_t comma = all.find(',', start);
-      part(trim(all.substr(start, comma == std::string_view::npos ? comma : comma - start)));
+      part(trim_blanks(all.substr(start, comma == std::string_view::npos ? comma : comma - start)));
       if (comma == std::string_view::npos) break;
       start = comma + 1;
     }

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "qkv/base/error.h"
+#include "qkv/base/format.h"
 #include "qkv/data/parallel_corpus.h"
 
 namespace qkv::data {
@@ -130,16 +131,6 @@ std::optional<std::string> line_problem(const Line& line, int64_t max_line_bytes
   return std::nullopt;
 }
 
-namespace {
-
-std::string trim(std::string_view s) {
-  const size_t begin = s.find_first_not_of(" \t");
-  if (begin == std::string_view::npos) return {};
-  return std::string(s.substr(begin, s.find_last_not_of(" \t") - begin + 1));
-}
-
-}  // namespace
-
 bool SeparatedPairReader::next(LinePair& pair) {
   Line line;
   if (!lines_.next(line)) return false;
@@ -156,8 +147,8 @@ bool SeparatedPairReader::next(LinePair& pair) {
     return true;
   }
   separator_seen_ = true;
-  pair.source = trim(std::string_view(line.text).substr(0, bar));
-  pair.target = trim(std::string_view(line.text).substr(bar + 3));
+  pair.source = trim_blanks(std::string_view(line.text).substr(0, bar));
+  pair.target = trim_blanks(std::string_view(line.text).substr(bar + 3));
   return true;
 }
 

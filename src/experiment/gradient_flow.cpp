@@ -8,6 +8,7 @@
 
 #include "qkv/autograd/functions.h"
 #include "qkv/base/error.h"
+#include "qkv/base/format.h"
 
 namespace qkv::experiment {
 namespace {
@@ -71,9 +72,7 @@ void add_bridge_grads(Tensor& g, const models::EncoderTaps& taps,
 }
 
 std::string number(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
+  return format_significant(v, 9);
 }
 
 std::string csv_field(const std::string& s) {

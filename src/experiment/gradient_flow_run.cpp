@@ -2,10 +2,10 @@
 // it gives, and the table that sets the series side by side.
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 
 #include "qkv/base/error.h"
 #include "qkv/base/field_error.h"
+#include "qkv/base/format.h"
 #include "qkv/decode/translator.h"
 #include "qkv/experiment/gradient_flow.h"
 
@@ -42,12 +42,6 @@ data::TokenizedCorpus usable_pairs(const data::ParallelCorpus& corpus, const dat
     kept.line_numbers.push_back(all.line_numbers[i]);
   }
   return kept;
-}
-
-std::string short_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
 }
 
 }  // namespace
@@ -98,7 +92,7 @@ viz::ReportTable gradient_table(std::span<const GradientSeries> series) {
     for (const GradientSeries& s : series) {
       const bool has = j < s.profile.mean_norm.size();
       if (!same) row.push_back(has ? std::to_string(s.profile.sentences[j]) : "0");
-      row.push_back(has ? short_number(s.profile.mean_norm[j]) : "-");
+      row.push_back(has ? format_significant(s.profile.mean_norm[j], 4) : "-");
     }
     t.rows.push_back(std::move(row));
   }

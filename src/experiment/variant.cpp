@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "qkv/base/error.h"
+#include "qkv/base/format.h"
 
 namespace qkv::experiment {
 namespace {
@@ -10,13 +11,6 @@ namespace {
 constexpr const char* kForms =
     "rnn:none, rnn:dot, rnn:scaled-dot, rnn:cosine, rnn:general, rnn:additive, transformer "
     "or transformer:h<N> (N heads)";
-
-std::string trim(std::string_view s) {
-  const size_t b = s.find_first_not_of(" \t");
-  if (b == std::string_view::npos) return {};
-  const size_t e = s.find_last_not_of(" \t");
-  return std::string(s.substr(b, e - b + 1));
-}
 
 Variant parse_one(const std::string& entry, std::string_view flag) {
   QKV_CHECK(!entry.empty(), ConfigError, flag, ": an empty entry in the list; write e.g. ",
@@ -71,13 +65,13 @@ bool Variant::attends() const noexcept {
 }
 
 std::vector<Variant> parse_variants(std::string_view list, std::string_view flag) {
-  QKV_CHECK(!trim(list).empty(), ConfigError, flag,
+  QKV_CHECK(!trim_blanks(list).empty(), ConfigError, flag,
             ": no variants; write e.g. rnn:none,rnn:additive,transformer");
   std::vector<Variant> out;
   size_t begin = 0;
   while (true) {
     const size_t comma = list.find(',', begin);
-    const Variant v = parse_one(trim(list.substr(begin, comma - begin)), flag);
+    const Variant v = parse_one(std::string(trim_blanks(list.substr(begin, comma - begin))), flag);
     for (const Variant& seen : out)
       QKV_CHECK(seen.name != v.name, ConfigError, flag, ": ", v.name,
                 " is listed twice; each variant is trained once");

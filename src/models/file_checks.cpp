@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "qkv/base/error.h"
+#include "qkv/base/format.h"
 #include "qkv/models/footprint.h"
 
 namespace qkv::models::file_checks {
@@ -27,9 +28,7 @@ T parse(const std::string& text, const std::string& key, const std::filesystem::
 }  // namespace
 
 std::string format_double(double value) {
-  char buf[40];
-  const int n = std::snprintf(buf, sizeof buf, "%.17g", value);
-  return std::string(buf, size_t(n));
+  return format_significant(value, 17);
 }
 
 std::string format_list(const std::vector<uint64_t>& values) {

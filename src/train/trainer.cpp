@@ -12,6 +12,7 @@
 #include "qkv/autograd/functions.h"
 #include "qkv/base/error.h"
 #include "qkv/base/field_error.h"
+#include "qkv/base/format.h"
 #include "qkv/base/hash.h"
 #include "qkv/decode/vocab_stamp.h"
 #include "qkv/io/atomic_file.h"
@@ -104,12 +105,6 @@ std::string format_duration(double seconds) {
     std::snprintf(buf, sizeof buf, "%lldm%02llds", (long long)m, (long long)s);
   else
     std::snprintf(buf, sizeof buf, "%llds", (long long)s);
-  return buf;
-}
-
-std::string format_fixed(double value, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
   return buf;
 }
 

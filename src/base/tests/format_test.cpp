@@ -1,4 +1,5 @@
-// format_fixed: printf's "%.*f" digits in every locale.
+// format_fixed and format_significant: printf's "%.*f" / "%.*g" digits in every locale;
+// trim_blanks.
 #include "qkv/base/format.h"
 
 #include <gtest/gtest.h>
@@ -43,6 +44,27 @@ TEST(FormatFixed, ThePointStaysAPointInAGermanLocale) {
   EXPECT_EQ(printf_fixed(0.5, 1), "0,5");  // what printf would have written
   EXPECT_EQ(format_fixed(0.5, 1), "0.5");
   std::setlocale(LC_NUMERIC, saved.c_str());
+}
+
+TEST(FormatSignificant, SameDigitsAsPrintfInTheCLocale) {
+  const double values[] = {0.0,    -0.0,  0.5,  0.25, 1e-10,  123456789.987654321,
+                           1234.5, 1e300, 2e-5, 1e21, 99.995, -3.14159265358979};
+  for (const double v : values)
+    for (int d = 1; d <= 17; ++d) {
+      char buffer[512];
+      std::snprintf(buffer, sizeof buffer, "%.*g", d, v);
+      EXPECT_EQ(format_significant(v, d), buffer) << v << " " << d;
+    }
+  EXPECT_EQ(format_significant(std::numeric_limits<double>::infinity(), 4), "inf");
+  EXPECT_EQ(format_significant(0.5, 0), "0.5");  // clamped to one digit
+}
+
+TEST(TrimBlanks, DropsSpacesAndTabsAroundOnly) {
+  EXPECT_EQ(trim_blanks(" \t a b\t "), "a b");
+  EXPECT_EQ(trim_blanks(" \t "), "");
+  EXPECT_EQ(trim_blanks(""), "");
+  EXPECT_EQ(trim_blanks("x"), "x");
+  EXPECT_EQ(trim_blanks("\nx\n"), "\nx\n");  // line breaks are not blanks here
 }
 
 }  // namespace
