@@ -4,6 +4,7 @@
 
 #include "detail/record.h"
 #include "qkv/autograd/functions.h"
+#include "qkv/autograd/packed_weights.h"
 #include "qkv/ops/broadcast.h"
 #include "qkv/ops/elementwise.h"
 #include "qkv/ops/reduce.h"
@@ -76,6 +77,13 @@ void link_linear_functions() {}
 using detail::accumulate;
 
 Variable matmul(const Variable& a, const Variable& b, const ops::MatmulOptions& options) {
+  if (options.transpose_b && !options.transpose_a && a.value().rank() == 2 &&
+      b.value().rank() == 2) {
+    // Inside a PackedWeightsScope with grad mode off: nothing to record.
+    const Variable weights[] = {b};
+    if (const ops::PackedWeight* w = packed_weight(weights, b.value().view()))
+      return Variable(ops::matmul_packed(a.value(), *w));
+  }
   return detail::record(kMatmul, ops::matmul(a.value(), b.value(), options), {a, b},
                         [a, b, options](const Tensor& dy) {
                           ops::MatmulGrads g =
@@ -170,7 +178,10 @@ Variable stacked_linear(const Variable& x, const std::vector<Variable>& weights,
             " biases (one per weight, or none)");
   const Stacked w = stacked(weights);
   const ops::MatmulOptions no_a_t_b{.transpose_a = false, .transpose_b = true};
-  Tensor y = ops::matmul(x.value(), w.view, no_a_t_b);  // x Wᵀ [N, Σ O_i]
+  const ops::PackedWeight* packed =
+      x.value().rank() == 2 ? packed_weight(weights, w.view) : nullptr;
+  Tensor y = packed ? ops::matmul_packed(x.value(), *packed)
+                    : ops::matmul(x.value(), w.view, no_a_t_b);  // x Wᵀ [N, Σ O_i]
   if (!biases.empty()) y = ops::add_bias(y, stacked(biases).view);
   std::vector<Variable> inputs{x};
   inputs.insert(inputs.end(), weights.begin(), weights.end());
