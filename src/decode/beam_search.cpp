@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "detail/rows.h"
+#include "qkv/autograd/packed_weights.h"
 #include "qkv/base/error.h"
 #include "qkv/base/field_error.h"
 #include "qkv/decode/memory.h"
@@ -65,7 +66,10 @@ void top_k(const float* lp, int64_t v, int64_t k, std::vector<int32_t>& ids) {
     return lp[a] > lp[b] || (lp[a] == lp[b] && a < b);
   };
   ids.clear();
+  float worst = 0;  // lp of the heap's front once it holds k ids
   for (int64_t i = 0; i < v; ++i) {
+    // Most ids are below the k-th best: one comparison each (NaN fails it and is caught).
+    if (int64_t(ids.size()) == k && lp[i] < worst) continue;
     QKV_CHECK(!std::isnan(lp[i]), ValueError, "beam_search: the model gave a NaN log-probability",
               " for token ", i);
     const auto id = static_cast<int32_t>(i);
@@ -77,6 +81,7 @@ void top_k(const float* lp, int64_t v, int64_t k, std::vector<int32_t>& ids) {
       ids.back() = id;
       std::push_heap(ids.begin(), ids.end(), heap_order);
     }
+    if (int64_t(ids.size()) == k) worst = lp[ids.front()];
   }
   std::sort_heap(ids.begin(), ids.end(), heap_order);
 }
@@ -232,6 +237,8 @@ std::vector<std::vector<Hypothesis>> beam_search(models::Seq2Seq& model, const T
   check_beam_search_memory(config, options, int64_t(src_lengths.size()), src.dim(1));
   const models::EncoderOutput encoded = model.encode(src, src_lengths);
   std::unique_ptr<models::DecoderState> state = model.initial_state(encoded);
+  // Every step multiplies a few rows by the same decoder weights: pack them once.
+  const autograd::PackedWeightsScope packed_weights;
   const auto eos = static_cast<int32_t>(config.eos_id);
 
   std::vector<Sentence> sentences(src_lengths.size());

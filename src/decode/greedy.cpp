@@ -1,5 +1,6 @@
 #include "qkv/decode/greedy.h"
 
+#include "qkv/autograd/packed_weights.h"
 #include "qkv/base/error.h"
 
 namespace qkv::decode {
@@ -31,6 +32,8 @@ std::vector<std::vector<int32_t>> greedy_decode(models::Seq2Seq& model, const Te
   const models::ModelConfig& config = model.config();
   const models::EncoderOutput encoded = model.encode(src, src_lengths);
   std::unique_ptr<models::DecoderState> state = model.initial_state(encoded);
+  // Every step multiplies a few rows by the same decoder weights: pack them once.
+  const autograd::PackedWeightsScope packed_weights;
   const auto batch = static_cast<int64_t>(src_lengths.size());
 
   std::vector<std::vector<int32_t>> out(static_cast<size_t>(batch));

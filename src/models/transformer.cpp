@@ -110,15 +110,28 @@ class TransformerState final : public DecoderState {
  public:
   std::vector<detail::LayerCache> caches;  // one per decoder layer
   std::vector<int64_t> lengths;
+  // The encoder row each row's cross-attention keys and values were gathered from:
+  // rows of one origin hold the same cross_k / cross_v.
+  std::vector<int64_t> origins;
   int64_t t = 0;
 
   int64_t batch_size() const noexcept override { return int64_t(lengths.size()); }
   int64_t steps() const noexcept override { return t; }
   void reorder(std::span<const int64_t> indices) override {
-    for (detail::LayerCache& c : caches)
-      for (Tensor* x : {&c.self_k, &c.self_v, &c.cross_k, &c.cross_v})
+    std::vector<int64_t> moved = detail::gather_rows(origins, indices);
+    // Beam search reorders within each sentence's rows on most steps: every row then
+    // keeps its origin, and the cross-attention cache (Ts positions per row, the
+    // largest) would be copied onto itself.
+    const bool cross_stays = moved == origins;
+    for (detail::LayerCache& c : caches) {
+      for (Tensor* x : {&c.self_k, &c.self_v})
         if (x->defined()) *x = detail::gather_rows(*x, indices);
+      if (!cross_stays)
+        for (Tensor* x : {&c.cross_k, &c.cross_v})
+          if (x->defined()) *x = detail::gather_rows(*x, indices);
+    }
     lengths = detail::gather_rows(lengths, indices);
+    origins = std::move(moved);
   }
 };
 
@@ -170,6 +183,8 @@ std::unique_ptr<DecoderState> Transformer::initial_state(const EncoderOutput& en
   auto state = std::make_unique<TransformerState>();
   layers_->prepare(autograd::Variable(m), state->caches);
   state->lengths = encoded.lengths;
+  state->origins.resize(encoded.lengths.size());
+  for (size_t b = 0; b < state->origins.size(); ++b) state->origins[b] = int64_t(b);
   return state;
 }
 

@@ -102,6 +102,47 @@ TEST_P(EveryVariant, ReorderGathersRows) {
   EXPECT_TRUE(throws_with<ShapeError>([&] { model->step(ids_a, *b, false); }, {"prev_ids", "[1]"}));
 }
 
+// Beam search mostly moves rows within one sentence's beam (the transformer then keeps
+// its cross-attention cache where it is) and sometimes across sentences (then the cache
+// moves with the rows). Both against states that never moved: a reorder within equal
+// sources equals feeding the moved ids; a reorder across sources before the first step
+// equals encoding the moved sources.
+TEST_P(EveryVariant, ReorderWithinAndAcrossSentences) {
+  const std::unique_ptr<Seq2Seq> model = make_model(GetParam().config, 7);
+  model->set_training(false);
+  const Batch batch = sample_batch();
+  const EncoderOutput enc = model->encode(batch.src, batch.src_lengths);
+  // Within: two rows per sentence fed different ids, then each pair swapped.
+  std::unique_ptr<DecoderState> moved = model->initial_state(enc);
+  std::unique_ptr<DecoderState> fed = model->initial_state(enc);
+  const std::vector<int64_t> pairs{0, 0, 1, 1, 2, 2}, swap{1, 0, 3, 2, 5, 4};
+  moved->reorder(pairs);
+  fed->reorder(pairs);
+  model->step(Tensor::from({6}, std::vector<float>{5, 6, 7, 8, 9, 10}), *moved, false);
+  model->step(Tensor::from({6}, std::vector<float>{6, 5, 8, 7, 10, 9}), *fed, false);
+  moved->reorder(swap);
+  const Tensor next = Tensor::from({6}, std::vector<float>{4, 5, 6, 7, 8, 9});
+  const StepOutput om = model->step(next, *moved, true);
+  const StepOutput of = model->step(next, *fed, true);
+  EXPECT_TRUE(all_close(om.log_probs, of.log_probs, 1e-6, 0));
+  if (of.attention.defined()) {
+    EXPECT_TRUE(all_close(om.attention, of.attention, 1e-6, 0));
+  }
+  // Across: rows of sentences 1, 2, 0 against the sources encoded in that order.
+  std::unique_ptr<DecoderState> across = model->initial_state(enc);
+  across->reorder(std::vector<int64_t>{1, 2, 0});
+  const Batch permuted =
+      make_batch({{8, 9, 3}, {10, 4, 5, 3}, {4, 5, 6, 7, 3}}, {{9, 8}, {5, 4, 10}, {7, 6, 5, 4}});
+  std::unique_ptr<DecoderState> direct =
+      model->initial_state(model->encode(permuted.src, permuted.src_lengths));
+  for (const float id : {2.0f, 5.0f, 6.0f}) {
+    const Tensor ids = Tensor::full({3}, id);
+    const StepOutput oa = model->step(ids, *across, true);
+    const StepOutput od = model->step(ids, *direct, true);
+    EXPECT_TRUE(all_close(oa.log_probs, od.log_probs, 1e-6, 0)) << "id " << id;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, EveryVariant, ::testing::ValuesIn(all_variants()),
                          [](const auto& p) { return p.param.name; });
 
