@@ -95,9 +95,9 @@ Variable matmul(const Variable& a, const Variable& b, const ops::MatmulOptions& 
 
 Variable add(const Variable& a, const Variable& b) {
   // y = a + b: both inputs receive dy unchanged.
-  return detail::record(kAdd, ops::add(a.value(), b.value()), {a, b}, [a, b](const Tensor& dy) {
-    accumulate(a, dy);
-    accumulate(b, dy);
+  return detail::record(kAdd, ops::add(a.value(), b.value()), {a, b}, [a, b](Tensor&& dy) {
+    accumulate(a, dy);             // a copy (or a sum)
+    accumulate(b, std::move(dy));  // b may adopt dy itself
   });
 }
 
@@ -124,10 +124,11 @@ Variable scale(const Variable& x, double s) {
 
 Variable add_bias(const Variable& x, const Variable& bias) {
   return detail::record(kAddBias, ops::add_bias(x.value(), bias.value()), {x, bias},
-                        [x, bias](const Tensor& dy) {
-                          ops::BiasGrads g = ops::add_bias_backward(dy);
-                          accumulate(x, std::move(g.dx));
-                          accumulate(bias, std::move(g.dbias));
+                        [x, bias](Tensor&& dy) {
+                          // dx = dy: passed on (adopted when x has no gradient yet)
+                          // instead of add_bias_backward's copy.
+                          accumulate(bias, ops::bias_gradient(dy));
+                          accumulate(x, std::move(dy));
                         });
 }
 
@@ -166,8 +167,13 @@ Variable transpose(const Variable& x, int axis_a, int axis_b) {
 }
 
 Variable reshape(const Variable& x, const Shape& shape) {
-  return detail::record(kReshape, ops::reshape(x.value(), shape), {x}, [x](const Tensor& dy) {
-    accumulate(x, ops::reshape_backward(dy, x.value().shape()));
+  return detail::record(kReshape, ops::reshape(x.value(), shape), {x}, [x](Tensor&& dy) {
+    // A view of dy's storage when dy is contiguous; with dy's own handle dropped it is
+    // the storage's only owner, and x adopts it instead of copying (every Linear on a
+    // [B, T, E] input reshapes twice).
+    Tensor g = ops::reshape_backward(dy, x.value().shape());
+    dy = Tensor();
+    accumulate(x, std::move(g));
   });
 }
 
@@ -192,7 +198,7 @@ Variable stacked_linear(const Variable& x, const std::vector<Variable>& weights,
         const Stacked again = stacked(weights);
         const ops::MatmulGrads g = ops::matmul_backward(dy, x.value(), again.view, no_a_t_b);
         accumulate(x, g.da);
-        const Tensor dbias = biases.empty() ? Tensor() : ops::add_bias_backward(dy).dbias;
+        const Tensor dbias = biases.empty() ? Tensor() : ops::bias_gradient(dy);
         int64_t row = 0;
         for (size_t i = 0; i < weights.size(); ++i) {
           const int64_t rows = weights[i].value().dim(0);

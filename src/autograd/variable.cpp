@@ -4,6 +4,7 @@
 #include <span>
 #include <string_view>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "detail/record.h"
@@ -55,6 +56,12 @@ bool Variable::requires_grad() const {
 void Variable::set_requires_grad(bool requires_grad) const {
   node().requires_grad = requires_grad;
 }
+Tensor Variable::take_grad() const {
+  Node& n = node();
+  if (n.grad_bound) return n.grad;  // caller-owned storage stays: a handle sharing it
+  return std::exchange(n.grad, Tensor());
+}
+
 void Variable::zero_grad() const {
   Node& n = node();
   if (!n.grad_bound) {
@@ -171,8 +178,13 @@ void backward(const Variable& loss, const GradReadyFn& on_ready) {
   for (size_t i = entries.size(); i-- > 0;) {
     TapeEntry& entry = entries[i];
     // An entry whose output received no gradient is not on a path to the loss.
-    const Tensor& dy = entry.output.grad();
-    if (dy.defined()) entry.backward(dy);
+    const Variable& out = entry.output;
+    if (out.grad().defined()) {
+      // release() drops an intermediate's gradient after this entry anyway: hand it
+      // over, so that a backward that passes it on can move it instead of copying it.
+      const bool keep = out.retains_grad() || out.has_bound_grad();
+      entry.backward(keep ? Tensor(out.grad()) : out.take_grad());
+    }
     release(entry);
     if (on_ready)
       for (const Variable& v : complete_after[i]) on_ready(v);

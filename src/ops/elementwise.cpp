@@ -84,15 +84,20 @@ Tensor scale_backward(const TensorView& dy, double s) {
   return scale(dy, s);
 }
 
-BiasGrads add_bias_backward(const TensorView& dy) {
-  detail::check_min_rank("add_bias_backward", "dy", dy, 1);
+Tensor bias_gradient(const TensorView& dy) {
+  detail::check_min_rank("bias_gradient", "dy", dy, 1);
   const detail::ContiguousInput cdy(dy);
   const int64_t cols = dy.dim(-1);
   const int64_t rows = cols == 0 ? 0 : dy.numel() / cols;
   Tensor dbias = Tensor::empty(Shape{cols}, dy.dtype());
   detail::visit_dtype(
       dy.dtype(), [&]<class T>() { kern::sum_cols(cdy.data<T>(), dbias.data<T>(), rows, cols); });
-  return {copy_of(dy), dbias};
+  return dbias;
+}
+
+BiasGrads add_bias_backward(const TensorView& dy) {
+  detail::check_min_rank("add_bias_backward", "dy", dy, 1);
+  return {copy_of(dy), bias_gradient(dy)};
 }
 
 void accumulate_into(const Tensor& dst, const TensorView& src) {

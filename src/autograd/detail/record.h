@@ -11,7 +11,11 @@
 namespace qkv::autograd::detail {
 
 // Called with the output's gradient dy; accumulates into the inputs (via accumulate()).
-using BackwardFn = std::function<void(const Tensor& dy)>;
+// dy is an rvalue: when the output does not keep its gradient (an intermediate), the
+// tape hands it over, so a function that passes it on unchanged (reshape, the x of
+// add_bias, one side of add) can move it into an input's gradient instead of copying.
+// A function taking `const Tensor&` works as well.
+using BackwardFn = std::function<void(Tensor&& dy)>;
 
 // Wraps `value` as the op's output. When grad mode is on and any input requires grad, the
 // output requires grad and an entry (op name, backward) is appended to the tape.

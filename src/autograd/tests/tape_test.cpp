@@ -156,6 +156,35 @@ TEST(Tape, FirstGradientIsAdoptedOnlyWhenNothingElseSharesIt) {
   EXPECT_TRUE(x.grad().is_contiguous());  // a strided view is copied into contiguous form
 }
 
+// The tape hands an intermediate's gradient to its backward, and pass-through
+// backwards (reshape, add, add_bias) move it on instead of copying it. A retained
+// gradient is never handed over: no two variables may share gradient storage, or an
+// accumulation into one would change the other.
+TEST(Tape, PassedOnGradientsAreNeverShared) {
+  const Variable x = leaf({2, 3}, 20);
+  const Variable h = tanh(x);
+  const Variable r = reshape(h, {6});
+  h.retain_grad();
+  r.retain_grad();
+  const Tensor c = random_tensor({6}, DType::F64, 21);
+  backward(sum(mul(r, Variable(c))));
+  EXPECT_TRUE(qkv::testing::bitwise_equal(r.grad(), c));
+  EXPECT_TRUE(qkv::testing::bitwise_equal(h.grad(), c.reshape({2, 3})));
+  EXPECT_NE(r.grad().data<double>(), h.grad().data<double>());
+
+  const Variable a = leaf({3}, 22), b = leaf({3}, 23), bias = leaf({3}, 24);
+  const Tensor d = random_tensor({3}, DType::F64, 25);
+  backward(sum(mul(add_bias(add(a, b), bias), Variable(d))));
+  for (const Variable* v : {&a, &b, &bias}) EXPECT_TRUE(qkv::testing::bitwise_equal(v->grad(), d));
+  EXPECT_NE(a.grad().data<double>(), b.grad().data<double>());
+  EXPECT_NE(a.grad().data<double>(), bias.grad().data<double>());
+  EXPECT_NE(b.grad().data<double>(), bias.grad().data<double>());
+  // Reused: later gradients add into each one alone.
+  backward(sum(mul(a, Variable(d))));
+  EXPECT_TRUE(qkv::testing::bitwise_equal(a.grad(), ops::scale(d, 2.0)));
+  EXPECT_TRUE(qkv::testing::bitwise_equal(b.grad(), d));
+}
+
 TEST(Tape, VariableChecksGradientShape) {
   const Variable x = leaf({2}, 11);
   EXPECT_TRUE(throws_with<ShapeError>([&] { x.accumulate_grad(random_tensor({3}, DType::F64, 1)); },

@@ -39,6 +39,10 @@ class Variable {
   void set_requires_grad(bool requires_grad) const;
   // Drops the gradient (the next accumulation starts from zero).
   void zero_grad() const;
+  // Moves the gradient out (grad() is undefined afterwards; a bound gradient stays and
+  // a handle sharing it is returned): the tape hands an intermediate's gradient to its
+  // backward function this way.
+  Tensor take_grad() const;
   // grad += g (first call stores a contiguous copy). g must match value's shape and
   // dtype, else ShapeError / ValueError.
   void accumulate_grad(const TensorView& g) const;

@@ -35,6 +35,8 @@ struct BiasGrads {
 };
 // y = x + bias (broadcast):  dx = dy, dbias[c] = Σ_r dy[r, c].  dy [..., C].
 BiasGrads add_bias_backward(const TensorView& dy);
+// dbias alone: autograd passes dy on as dx without add_bias_backward's copy.
+Tensor bias_gradient(const TensorView& dy);
 
 // dst += src in place (equal shapes and dtypes; dst must be contiguous). Used by autograd
 // to accumulate gradients.
