@@ -4,9 +4,11 @@
 #include <cblas.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "bench_util.h"
 #include "qkv/kernels/gemm.h"
+#include "qkv/kernels/packed_gemm.h"
 
 namespace qkv::bench {
 namespace {
@@ -70,6 +72,78 @@ void BM_QkvGemmOpenBlas(benchmark::State& state) {
 BENCHMARK(BM_Qkv<&kernels::gemm>)->Name("BM_QkvGemm")->Apply(Shapes);
 BENCHMARK(BM_QkvGemmOpenBlas)->Apply(Shapes);
 BENCHMARK(BM_Qkv<&kernels::gemm_portable>)->Name("BM_QkvGemmPortable")->Apply(Shapes);
+
+// Decoding's products: a few rows (batch x beam) times a weight W [n, k] used as Wᵀ, here
+// the tied output projection of `qkv train`'s default Transformer (n 8000, k 256).
+// gemm() as decoding ran it before PackedWeightsScope (OpenBLAS repacks W every call),
+// against gemm_packed on W packed once (packing not timed: once per decoded batch).
+void DecodeShapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"m", "n", "k", "threads"});
+  for (int64_t t : {1, 2})
+    for (int64_t m : {4, 32, 128}) b->Args({m, 8000, 256, t});
+  b->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
+void BM_DecodeProjectionGemm(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const float *a = buffer(0, m * k), *w = buffer(1, n * k);
+  float* c = buffer(2, m * n);
+  use_threads(state, 3);
+  const kernels::GemmSpec s{false, true, m, n, k, 1.0, 0.0, k, k, n};
+  for (auto _ : state) {
+    kernels::gemm(s, a, w, c);
+    benchmark::ClobberMemory();
+  }
+  set_gflops(state, 2.0 * double(m) * double(n) * double(k));
+}
+
+void BM_DecodeProjectionPacked(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const float *a = buffer(0, m * k), *w = buffer(1, n * k);
+  float* packed = buffer(3, kernels::packed_transposed_size(n, k));
+  float* c = buffer(2, m * n);
+  kernels::pack_transposed(w, n, k, k, packed);
+  use_threads(state, 3);
+  for (auto _ : state) {
+    kernels::gemm_packed(a, m, k, k, packed, n, c, n);
+    benchmark::ClobberMemory();
+  }
+  set_gflops(state, 2.0 * double(m) * double(n) * double(k));
+}
+
+// The Transformer update's products (bench/run_training.sh: ~6,500 rows, d 256, FFN 1024),
+// as gemm() gets them: forward x·Wᵀ, dX = dY·W, dW = dYᵀ·X. Args: m, n, k, trans_a,
+// trans_b, threads (operands stored as the flags say).
+void TrainingShapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"m", "n", "k", "ta", "tb", "threads"});
+  constexpr int64_t kRows = 6500;
+  for (int64_t t : {1, 2})
+    for (const auto& [in, out] : {std::pair<int64_t, int64_t>{256, 1024}, {1024, 256}}) {
+      b->Args({kRows, out, in, 0, 1, t});  // forward
+      b->Args({kRows, in, out, 0, 0, t});  // dX
+      b->Args({out, in, kRows, 1, 0, t});  // dW
+    }
+  b->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+
+void BM_QkvGemmTraining(benchmark::State& state) {
+  kernels::GemmSpec s;
+  s.m = state.range(0), s.n = state.range(1), s.k = state.range(2);
+  s.trans_a = state.range(3) != 0, s.trans_b = state.range(4) != 0;
+  s.lda = s.trans_a ? s.m : s.k, s.ldb = s.trans_b ? s.k : s.n, s.ldc = s.n;
+  const float *a = buffer(0, s.m * s.k), *b = buffer(1, s.k * s.n);
+  float* c = buffer(2, s.m * s.n);
+  use_threads(state, 5);
+  for (auto _ : state) {
+    kernels::gemm(s, a, b, c);
+    benchmark::ClobberMemory();
+  }
+  set_gflops(state, 2.0 * double(s.m) * double(s.n) * double(s.k));
+}
+
+BENCHMARK(BM_QkvGemmTraining)->Apply(TrainingShapes);
+BENCHMARK(BM_DecodeProjectionGemm)->Apply(DecodeShapes);
+BENCHMARK(BM_DecodeProjectionPacked)->Apply(DecodeShapes);
 
 }  // namespace
 }  // namespace qkv::bench
