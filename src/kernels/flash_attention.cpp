@@ -240,8 +240,76 @@ void ForwardTile(const FlashAttentionSpec& s, const float* q, const float* k, co
   }
 }
 
+// Σ_c a[c]·b[c] over [0, n).
+HWY_INLINE float Dot(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, int64_t n) {
+  const DF d;
+  VF acc = hn::Zero(d);
+  float tail = 0.0f;
+  ForSpans(n, [&](auto dd, int64_t c) {
+    const auto prod = hn::Mul(hn::LoadU(dd, a + c), hn::LoadU(dd, b + c));
+    if constexpr (hn::MaxLanes(dd) == 1)
+      tail += hn::GetLane(prod);
+    else
+      acc = hn::Add(acc, prod);
+  });
+  return hn::GetLane(hn::SumOfLanes(d, acc)) + tail;
+}
+
+// y[c] = a·y[c] + w·x[c] over [0, n).
+HWY_INLINE void ScaleAddRow(float* HWY_RESTRICT y, float a, float w, const float* HWY_RESTRICT x,
+                            int64_t n) {
+  ForSpans(n, [&](auto dd, int64_t c) {
+    const auto scaled = hn::Mul(hn::Set(dd, a), hn::LoadU(dd, y + c));
+    hn::StoreU(hn::MulAdd(hn::Set(dd, w), hn::LoadU(dd, x + c), scaled), dd, y + c);
+  });
+}
+
+// Head h when it has one query (tq = 1: a decoding step). The tiled path would hold the
+// query side in the vector lanes, 1 of 8 or 16 used; here the scores are dot products
+// along dh and the output a weighted sum of V's rows, with the same online softmax over
+// blocks of kBc keys.
+void SingleQuery(const FlashAttentionSpec& s, const float* q, const float* k, const float* v,
+                 float* out, float* lse, int64_t h) {
+  const int64_t n = Visible(s, h, 0);
+  const float* qh = q + h * s.dh;
+  const float* kh = k + h * s.tk * s.dh;  // [tk, dh]
+  const float* vh = v + h * s.tk * s.dv;  // [tk, dv]
+  float* o = out + h * s.dv;
+  std::fill(o, o + s.dv, 0.0f);
+  HWY_ALIGN float p[kBc];
+  float m = -kInf, l = 0.0f;
+  for (int64_t j0 = 0; j0 < n; j0 += kBc) {
+    const int64_t nc = std::min(kBc, n - j0);
+    float mt = -kInf;
+    for (int64_t j = 0; j < nc; ++j) {
+      p[j] = float(s.scale) * Dot(qh, kh + (j0 + j) * s.dh, s.dh);
+      mt = std::max(mt, p[j]);
+    }
+    const float mnew = std::max(m, mt);
+    const float alpha = m == -kInf ? 0.0f : std::exp(m - mnew);  // rescales what came before
+    l = alpha * l + ExpSubSum(p, nc, mnew);
+    for (int64_t j = 0; j < nc; ++j)
+      ScaleAddRow(o, j == 0 ? alpha : 1.0f, p[j], vh + (j0 + j) * s.dv, s.dv);
+    m = mnew;
+  }
+  if (l == 0.0f) {  // no visible key: O = 0, lse = -inf
+    lse[h] = -kInf;
+    return;
+  }
+  ScaleRow(o, s.dv, 1.0f / l);
+  lse[h] = float(double(m) + std::log(double(l)));
+}
+
 void ForwardImpl(const FlashAttentionSpec& s, const float* q, const float* k, const float* v,
                  float* out, float* lse) {
+  if (s.tq == 1) {
+    // Heads of ~tk·(dh + dv) multiply-adds each: chunks of several, one hand-off each.
+    const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, s.tk * (s.dh + s.dv)));
+    parallel_for(0, s.bh, grain, [&](int64_t h0, int64_t h1) {
+      for (int64_t h = h0; h < h1; ++h) SingleQuery(s, q, k, v, out, lse, h);
+    });
+    return;
+  }
   const int64_t tiles = (s.tq + kBr - 1) / kBr;
   parallel_for(0, s.bh * tiles, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {

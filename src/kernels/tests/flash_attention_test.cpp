@@ -154,9 +154,11 @@ struct Shape {
 // Each (tq, tk) of the brief paired with a few head dims (not all combinations: the
 // double reference is O(bh·tq·tk·d) per pass).
 constexpr Shape kShapes[] = {
-    {2, 1, 239, 1, 7},      {2, 1, 239, 128, 64},   {2, 3, 799, 59, 111}, {2, 3, 799, 7, 1},
-    {2, 257, 257, 64, 64},  {1, 257, 257, 111, 59}, {1, 1024, 1, 7, 128}, {1, 1024, 1, 1, 1},
-    {1, 70, 130, 200, 150},  // dh, dv above the kernel's 128: Qᵀ, dOᵀ transposed in chunks
+    {2, 1, 239, 1, 7},    {2, 1, 239, 128, 64}, {5, 1, 64, 64, 64},     {3, 1, 1, 17, 33},
+    {2, 3, 799, 59, 111}, {2, 3, 799, 7, 1},    {2, 257, 257, 64, 64},  {1, 257, 257, 111, 59},
+    {1, 1024, 1, 7, 128}, {1, 1024, 1, 1, 1},   {1, 70, 130, 200, 150},  // dh, dv above the
+                                                                         // kernel's 128: Qᵀ, dOᵀ
+                                                                         // transposed in chunks
 };
 
 TEST(FlashAttention, MatchesReferenceOnEveryTarget) {
@@ -176,29 +178,32 @@ TEST(FlashAttention, MatchesReferenceOnEveryTarget) {
 
 TEST(FlashAttention, FullyMaskedRowsAreZeroAndFinite) {
   for_each_simd_target([](const SimdTarget&) {
-    // Head 0 has key length 0; causal with tq > tk masks the first tq − tk rows.
-    const Problem p = make_problem(2, 70, 5, 9, 3, true, true, 77);
-    const Result r = run_fused(p);
-    const auto& s = p.spec;
-    for (int64_t h = 0; h < s.bh; ++h)
-      for (int64_t i = 0; i < s.tq; ++i) {
-        const bool masked = ref::flash_visible(s, h, i) == 0;
-        if (masked) {
-          EXPECT_EQ(r.lse[h * s.tq + i], -kInf);
-        }
-        for (int64_t c = 0; c < s.dv; ++c) {
-          const float o = r.out[(h * s.tq + i) * s.dv + c];
-          EXPECT_TRUE(std::isfinite(o));
+    // Head 0 has key length 0; causal with tq > tk masks the first tq − tk rows; and one
+    // query per head (the decoding step's path).
+    for (const Problem& p : {make_problem(2, 70, 5, 9, 3, true, true, 77),
+                             make_problem(3, 1, 5, 9, 3, false, true, 78)}) {
+      const Result r = run_fused(p);
+      const auto& s = p.spec;
+      for (int64_t h = 0; h < s.bh; ++h)
+        for (int64_t i = 0; i < s.tq; ++i) {
+          const bool masked = ref::flash_visible(s, h, i) == 0;
           if (masked) {
-            EXPECT_EQ(o, 0.0f);
+            EXPECT_EQ(r.lse[h * s.tq + i], -kInf);
           }
+          for (int64_t c = 0; c < s.dv; ++c) {
+            const float o = r.out[(h * s.tq + i) * s.dv + c];
+            EXPECT_TRUE(std::isfinite(o));
+            if (masked) {
+              EXPECT_EQ(o, 0.0f);
+            }
+          }
+          for (int64_t c = 0; masked && c < s.dh; ++c)
+            EXPECT_EQ(r.dq[(h * s.tq + i) * s.dh + c], 0.0f);
         }
-        for (int64_t c = 0; masked && c < s.dh; ++c)
-          EXPECT_EQ(r.dq[(h * s.tq + i) * s.dh + c], 0.0f);
-      }
-    for (const Vec* g : {&r.dq, &r.dk, &r.dv})
-      for (float x : *g) EXPECT_TRUE(std::isfinite(x));
-    for (int64_t n = 0; n < s.tk * s.dh; ++n) EXPECT_EQ(r.dk[n], 0.0f);  // head 0 sees nothing
+      for (const Vec* g : {&r.dq, &r.dk, &r.dv})
+        for (float x : *g) EXPECT_TRUE(std::isfinite(x));
+      for (int64_t n = 0; n < s.tk * s.dh; ++n) EXPECT_EQ(r.dk[n], 0.0f);  // head 0 sees nothing
+    }
   });
 }
 
