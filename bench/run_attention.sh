@@ -44,7 +44,8 @@ add=""
 for t in 16 32 64 128; do add+="additive:b=32:t=$t:a=256:d=256:thr=2 "; done
 groups+=("$add;$add")
 if [[ ${THREADS1:-1} != 0 ]]; then
-  one="gemm:n=1024:thr=1 $(sdpa 1 "512 2048" 1 "fwd fwdbwd" 0)"
+  # The 1-thread column issue 13 judges (fwd+bwd at T >= 512, B = 1 and B = 8).
+  one="gemm:n=1024:thr=1 $(sdpa 1 "512 2048" 1 "fwd fwdbwd" 0) $(sdpa 8 "512 1024" 1 "fwdbwd" 0)"
   groups+=("$one;$one")
 fi
 [[ ${MEMCHECK:-1} != 0 ]] && groups+=("sdpa:b=1:h=8:t=16384:d=64:causal=0:mode=fwdbwd:thr=2;")
