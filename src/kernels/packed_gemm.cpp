@@ -58,6 +58,7 @@ constexpr int64_t kParallelFlops = int64_t{1} << 21;
 HWY_EXPORT(PanelsImpl);
 
 void pack_transposed(const float* w, int64_t n, int64_t k, int64_t ldw, float* packed) noexcept {
+  if (n <= 0 || k <= 0) return;  // nothing to write (packed may be null then)
   const int64_t panels = (n + kPackedPanel - 1) / kPackedPanel;
   for (int64_t p = 0; p < panels; ++p) {
     float* panel = packed + p * kPackedPanel * k;  // [k, 32]
