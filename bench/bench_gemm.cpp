@@ -35,17 +35,23 @@ void BM_OpenBlasSgemm(benchmark::State& state) {
   set_gflops(state, 2.0 * double(s.m) * double(s.n) * double(s.k));
 }
 
-template <void (*Gemm)(const kernels::GemmSpec&, const float*, const float*, float*) noexcept>
-void BM_Qkv(benchmark::State& state) {
-  const kernels::GemmSpec s = spec_for(state);
+using GemmFn = void (*)(const kernels::GemmSpec&, const float*, const float*, float*) noexcept;
+
+// Times gemm(s) on qkv's pool with state.range(threads_arg) threads.
+void time_gemm(benchmark::State& state, GemmFn gemm, const kernels::GemmSpec& s, int threads_arg) {
   const float *a = buffer(0, s.m * s.k), *b = buffer(1, s.k * s.n);
   float* c = buffer(2, s.m * s.n);
-  use_threads(state, 3);
+  use_threads(state, threads_arg);
   for (auto _ : state) {
-    Gemm(s, a, b, c);
+    gemm(s, a, b, c);
     benchmark::ClobberMemory();
   }
   set_gflops(state, 2.0 * double(s.m) * double(s.n) * double(s.k));
+}
+
+template <GemmFn Gemm>
+void BM_Qkv(benchmark::State& state) {
+  time_gemm(state, Gemm, spec_for(state), 3);
 }
 
 // Args: m, n, k, threads. Square sizes, then a transformer projection: 4096 tokens
@@ -86,15 +92,7 @@ void DecodeShapes(benchmark::internal::Benchmark* b) {
 
 void BM_DecodeProjectionGemm(benchmark::State& state) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
-  const float *a = buffer(0, m * k), *w = buffer(1, n * k);
-  float* c = buffer(2, m * n);
-  use_threads(state, 3);
-  const kernels::GemmSpec s{false, true, m, n, k, 1.0, 0.0, k, k, n};
-  for (auto _ : state) {
-    kernels::gemm(s, a, w, c);
-    benchmark::ClobberMemory();
-  }
-  set_gflops(state, 2.0 * double(m) * double(n) * double(k));
+  time_gemm(state, &kernels::gemm, {false, true, m, n, k, 1.0, 0.0, k, k, n}, 3);
 }
 
 void BM_DecodeProjectionPacked(benchmark::State& state) {
@@ -131,14 +129,7 @@ void BM_QkvGemmTraining(benchmark::State& state) {
   s.m = state.range(0), s.n = state.range(1), s.k = state.range(2);
   s.trans_a = state.range(3) != 0, s.trans_b = state.range(4) != 0;
   s.lda = s.trans_a ? s.m : s.k, s.ldb = s.trans_b ? s.k : s.n, s.ldc = s.n;
-  const float *a = buffer(0, s.m * s.k), *b = buffer(1, s.k * s.n);
-  float* c = buffer(2, s.m * s.n);
-  use_threads(state, 5);
-  for (auto _ : state) {
-    kernels::gemm(s, a, b, c);
-    benchmark::ClobberMemory();
-  }
-  set_gflops(state, 2.0 * double(s.m) * double(s.n) * double(s.k));
+  time_gemm(state, &kernels::gemm, s, 5);
 }
 
 BENCHMARK(BM_QkvGemmTraining)->Apply(TrainingShapes);

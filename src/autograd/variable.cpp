@@ -181,9 +181,9 @@ void backward(const Variable& loss, const GradReadyFn& on_ready) {
     const Variable& out = entry.output;
     if (out.grad().defined()) {
       // release() drops an intermediate's gradient after this entry anyway: hand it
-      // over, so that a backward that passes it on can move it instead of copying it.
-      const bool keep = out.retains_grad() || out.has_bound_grad();
-      entry.backward(keep ? Tensor(out.grad()) : out.take_grad());
+      // over, so that a backward that passes it on can move it instead of copying it
+      // (take_grad leaves a bound gradient in place and returns a shared handle).
+      entry.backward(out.retains_grad() ? Tensor(out.grad()) : out.take_grad());
     }
     release(entry);
     if (on_ready)

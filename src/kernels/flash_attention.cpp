@@ -240,7 +240,8 @@ void ForwardTile(const FlashAttentionSpec& s, const float* q, const float* k, co
   }
 }
 
-// Σ_c a[c]·b[c] over [0, n).
+// Σ_c a[c]·b[c] over [0, n): inlined per target rather than kernels::dot, which would be
+// a dispatched call per key in the innermost loop.
 HWY_INLINE float Dot(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, int64_t n) {
   const DF d;
   VF acc = hn::Zero(d);
