@@ -8,6 +8,7 @@
 
 #include "detail/mask.h"
 #include "qkv/autograd/functions.h"
+#include "qkv/ops/flash_attention.h"
 
 namespace qkv::attention {
 namespace {
@@ -152,6 +153,29 @@ MaskSpec head_mask(const MaskSpec& mask, const detail::ScoreDims& dims, int64_t 
   return per_head;
 }
 
+// Decoding: no gradient to record, no weights asked for, a mask the fused kernel takes.
+bool inference_without_weights(const Variable& q, const Variable& k, const Variable& v,
+                               const MaskSpec& mask, const MultiHeadOptions& options) {
+  const bool records = autograd::grad_mode_enabled() &&
+                       (q.requires_grad() || k.requires_grad() || v.requires_grad());
+  return !records && !options.need_weights && options.fused && detail::prefix_mask(mask);
+}
+
+// The fused kernel on the heads [B, H, T, Dh] as they are -> context [B·H, Tq, Dh]: the
+// same kernel call as attend()'s fused path on the folded heads (so the same bits), but
+// keys and values whose rows are dense per head are read in place — a decoder's cache
+// with spare capacity along T (a slice) would otherwise be copied by the fold every step.
+Variable attend_in_place(const Variable& queries, const Variable& keys, const Variable& values,
+                         const MaskSpec& mask) {
+  const Tensor& q = queries.value();
+  ops::FlashAttentionOptions o;
+  o.scale = 1.0 / std::sqrt(double(keys.value().dim(3)));  // as attend()'s ScaledDot
+  o.causal = mask.causal;
+  o.key_lengths = mask.key_lengths;
+  const ops::FlashAttentionResult r = ops::flash_attention(q, keys.value(), values.value(), o);
+  return Variable(r.out.reshape({q.dim(0) * q.dim(1), q.dim(2), r.out.dim(3)}));
+}
+
 }  // namespace
 
 MultiHeadAttention::MultiHeadAttention(int64_t embed_dim, int64_t heads, Rng& rng) : heads_(heads) {
@@ -232,13 +256,17 @@ MultiHeadOutput MultiHeadAttention::attend_heads(const Variable& queries, const 
   const detail::ScoreDims dims{batch, queries.value().dim(2), keys.value().dim(2)};
   const MaskSpec per_head = head_mask(mask, dims, heads_, options, wq.dtype());
 
-  const AttentionOutput heads =
-      attend(fold_heads(queries), fold_heads(keys), fold_heads(values), per_head, {},
-             {.kind = ScoreKind::ScaledDot,  // scale 1/sqrt(Dh)
-              .need_weights = options.need_weights,
-              .weight_rows = options.weight_rows,
-              .weights_need_grad = options.weights_need_grad,
-              .fused = options.fused});
+  AttentionOutput heads;
+  if (inference_without_weights(queries, keys, values, mask, options)) {
+    heads.context = attend_in_place(queries, keys, values, mask);
+  } else {
+    heads = attend(fold_heads(queries), fold_heads(keys), fold_heads(values), per_head, {},
+                   {.kind = ScoreKind::ScaledDot,  // scale 1/sqrt(Dh)
+                    .need_weights = options.need_weights,
+                    .weight_rows = options.weight_rows,
+                    .weights_need_grad = options.weights_need_grad,
+                    .fused = options.fused});
+  }
   const Variable merged = merge_heads(heads.context, batch, heads_);  // [B·Tq, E]
   Variable y = autograd::matmul(merged, params_.wo, {.transpose_a = false, .transpose_b = true});
   if (params_.bo.defined()) y = autograd::add_bias(y, params_.bo);

@@ -213,9 +213,9 @@ void ForwardTile(const FlashAttentionSpec& s, const float* q, const float* k, co
     lanes.m[i] = -kInf;
     lanes.l[i] = 0.0f;
   }
-  const float* kh = k + h * s.tk * s.dh;     // [tk, dh]
-  const float* vh = v + h * s.tk * s.dv;     // [tk, dv]
-  float* ot = out + (h * s.tq + q0) * s.dv;  // [nr, dv], the accumulator O
+  const float* kh = flash_key_head(s, k, h);    // [tk, dh]
+  const float* vh = flash_value_head(s, v, h);  // [tk, dv]
+  float* ot = out + (h * s.tq + q0) * s.dv;     // [nr, dv], the accumulator O
   std::fill(ot, ot + nr * s.dv, 0.0f);
   const int64_t kend = TileKeyEnd(s, h, q0, q0 + nr);
   for (int64_t j0 = 0; j0 < kend; j0 += kBc) {
@@ -273,8 +273,8 @@ void SingleQuery(const FlashAttentionSpec& s, const float* q, const float* k, co
                  float* out, float* lse, int64_t h) {
   const int64_t n = Visible(s, h, 0);
   const float* qh = q + h * s.dh;
-  const float* kh = k + h * s.tk * s.dh;  // [tk, dh]
-  const float* vh = v + h * s.tk * s.dv;  // [tk, dv]
+  const float* kh = flash_key_head(s, k, h);    // [tk, dh]
+  const float* vh = flash_value_head(s, v, h);  // [tk, dv]
   float* o = out + h * s.dv;
   std::fill(o, o + s.dv, 0.0f);
   HWY_ALIGN float p[kBc];
@@ -383,10 +383,10 @@ void BackwardQueryTile(const FlashAttentionSpec& s, const float* q, const float*
   const int64_t kend = TileKeyEnd(s, h, q0, q0 + nr);
   for (int64_t j0 = 0; j0 < kend; j0 += kBc) {
     const int64_t nc = std::min(kBc, kend - j0);
-    const float* kt = k + (h * s.tk + j0) * s.dh;  // [nc, dh]
-    const float* vt = v + (h * s.tk + j0) * s.dv;  // [nc, dv]
-    float* dkt = dk + (h * s.tk + j0) * s.dh;      // [nc, dh]
-    float* dvt = dv + (h * s.tk + j0) * s.dv;      // [nc, dv]
+    const float* kt = flash_key_head(s, k, h) + j0 * s.dh;    // [nc, dh]
+    const float* vt = flash_value_head(s, v, h) + j0 * s.dv;  // [nc, dv]
+    float* dkt = dk + (h * s.tk + j0) * s.dh;                 // [nc, dh]
+    float* dvt = dv + (h * s.tk + j0) * s.dv;                 // [nc, dv]
     ProductT(kt, nc, scale, qt, pt);
     if (j0 + nc <= all_see)
       ProbT<false>(pt, nc, nrp, j0, lanes);
@@ -449,7 +449,7 @@ void WeightsImpl(const FlashAttentionSpec& s, const float* q, const float* k, co
     for (int64_t h = h0; h < h1; ++h) {
       float* ph = p + h * rows * s.tk;  // [rows, tk]
       gemm({false, true, rows, s.tk, s.dh, s.scale, 0.0, s.dh, s.dh, s.tk},
-           q + (h * s.tq + row_begin) * s.dh, k + h * s.tk * s.dh, ph);
+           q + (h * s.tq + row_begin) * s.dh, flash_key_head(s, k, h), ph);
       ProbRows(s, lse, h, row_begin, rows, ph);
     }
   });

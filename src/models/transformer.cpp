@@ -124,8 +124,8 @@ class TransformerState final : public DecoderState {
     // largest) would be copied onto itself.
     const bool cross_stays = moved == origins;
     for (detail::LayerCache& c : caches) {
-      for (Tensor* x : {&c.self_k, &c.self_v})
-        if (x->defined()) *x = detail::gather_rows(*x, indices);
+      c.self_k.reorder(indices);
+      c.self_v.reorder(indices);
       if (!cross_stays)
         for (Tensor* x : {&c.cross_k, &c.cross_v})
           if (x->defined()) *x = detail::gather_rows(*x, indices);

@@ -1,6 +1,8 @@
 #include "qkv/ops/flash_attention.h"
 
 #include <cmath>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "detail/checks.h"
@@ -52,7 +54,7 @@ kernels::FlashAttentionSpec check_inputs(std::string_view op, const TensorView& 
       QKV_CHECK(o.key_lengths[b] >= 0 && o.key_lengths[b] <= tk, ValueError, op, ": key length ",
                 o.key_lengths[b], " at batch ", b, " outside [0, ", tk, "]");
   }
-  return {h.batch * h.heads, q.dim(-2), tk, q.dim(-1), v.dim(-1), o.scale, o.causal, nullptr};
+  return {h.batch * h.heads, q.dim(-2), tk, q.dim(-1), v.dim(-1), o.scale, o.causal, nullptr, 0, 0};
 }
 
 // key_lengths [B] expanded to one per (b, h): the kernel's per-head lengths [B·H].
@@ -71,6 +73,52 @@ void check_like(std::string_view op, std::string_view name, const TensorView& t,
             expected);
 }
 
+// k or v as the kernel reads it: the view itself when each head's [T, D] rows are dense
+// and the heads equally spaced (a cache [B, H, capacity, D] sliced along T), else a dense
+// copy. head_stride: elements from one head to the next (0 when the heads are back to back,
+// the kernel's default).
+class HeadRowsInput {
+ public:
+  explicit HeadRowsInput(const TensorView& t) {
+    if (const std::optional<int64_t> stride = head_stride(t)) {
+      view_ = t;
+      head_stride_ = *stride;
+    } else {
+      contiguous_.emplace(t);
+      view_ = contiguous_->view();
+    }
+  }
+  template <class T>
+  const T* data() const {
+    return view_.data<T>();
+  }
+  int64_t head_stride() const noexcept { return head_stride_; }
+
+ private:
+  // The spacing of the heads of t [B, H, T, D] or [B, T, D] whose rows are dense, if one
+  // spacing covers them all (a unit dim's stride does not matter); none otherwise.
+  static std::optional<int64_t> head_stride(const TensorView& t) {
+    if (t.raw_data() == nullptr || t.is_contiguous()) return std::nullopt;
+    const int r = t.rank();
+    const int64_t rows = t.dim(r - 2), d = t.dim(r - 1);
+    if ((d > 1 && t.stride(r - 1) != 1) || (rows > 1 && t.stride(r - 2) != d)) return std::nullopt;
+    // Leading dims, outermost first: (size, stride) of those with more than one entry.
+    std::vector<std::pair<int64_t, int64_t>> lead;
+    for (int i = 0; i < r - 2; ++i)
+      if (t.dim(i) > 1) lead.emplace_back(t.dim(i), t.stride(i));
+    if (lead.empty()) return rows * d;  // one head: any spacing
+    for (size_t i = 0; i + 1 < lead.size(); ++i)
+      if (lead[i].second != lead[i + 1].first * lead[i + 1].second) return std::nullopt;
+    const int64_t stride = lead.back().second;
+    if (stride < rows * d) return std::nullopt;  // heads would overlap
+    return stride;
+  }
+
+  std::optional<detail::ContiguousInput> contiguous_;
+  TensorView view_;
+  int64_t head_stride_ = 0;
+};
+
 Shape lse_shape(const TensorView& q) {
   return q.shape().without_dim(-1);
 }
@@ -82,7 +130,10 @@ FlashAttentionResult flash_attention(const TensorView& q, const TensorView& k, c
   kernels::FlashAttentionSpec spec = check_inputs("flash_attention", q, k, v, options);
   const std::vector<int64_t> lengths = per_head_lengths(q, options);
   spec.key_lengths = lengths.empty() ? nullptr : lengths.data();
-  const detail::ContiguousInput cq(q), ck(k), cv(v);
+  const detail::ContiguousInput cq(q);
+  const HeadRowsInput ck(k), cv(v);  // a decoder's cache is read in place
+  spec.k_head_stride = ck.head_stride();
+  spec.v_head_stride = cv.head_stride();
   FlashAttentionResult r{Tensor::empty(q.shape().with_dim(-1, spec.dv), q.dtype()),
                          Tensor::empty(lse_shape(q), q.dtype())};
   detail::visit_dtype(q.dtype(), [&]<class T>() {

@@ -130,6 +130,38 @@ TEST(MultiHeadSteps, KeyValueCacheStepsEqualTheCausalForward) {
   }
 }
 
+// Without gradients and weights attend_heads hands the heads to the fused kernel as they
+// are: keys and values that are a slice of a cache with spare capacity along T (the
+// Transformer decoder's) give bitwise what their contiguous copy and the recorded path
+// give, whatever is in the spare positions.
+TEST(MultiHeadSteps, AttendHeadsReadsACacheSliceLikeItsCopy) {
+  for (DType dtype : {DType::F32, DType::F64}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const MultiHeadAttention mha = random_mha(8, 2, dtype);
+    const int64_t t = 5, capacity = 8;
+    const Variable q = leaf(random_tensor({3, 2, 1, 4}, dtype, 11), false);
+    const Tensor k = random_tensor({3, 2, t, 4}, dtype, 12),
+                 v = random_tensor({3, 2, t, 4}, dtype, 13);
+    Tensor k_cache = Tensor::full({3, 2, capacity, 4}, 1e30, dtype);
+    Tensor v_cache = Tensor::full({3, 2, capacity, 4}, -1e30, dtype);
+    copy_into(k, k_cache.slice(2, 0, t));
+    copy_into(v, v_cache.slice(2, 0, t));
+    const Tensor k_slice = k_cache.slice(2, 0, t), v_slice = v_cache.slice(2, 0, t);
+    ASSERT_FALSE(k_slice.is_contiguous());
+    const MaskSpec mask{.key_lengths = {5, 3, 1}};
+    // The recorded path: the query requires a gradient.
+    const Variable q_grad = leaf(q.value(), true);
+    const Tensor recorded =
+        mha.attend_heads(q_grad, leaf(k, false), leaf(v, false), mask).output.value();
+    autograd::NoGradGuard no_grad;
+    const Tensor copied = mha.attend_heads(q, leaf(k, false), leaf(v, false), mask).output.value();
+    const Tensor in_place =
+        mha.attend_heads(q, leaf(k_slice, false), leaf(v_slice, false), mask).output.value();
+    EXPECT_TRUE(bitwise_equal(in_place, copied));
+    EXPECT_TRUE(bitwise_equal(in_place, recorded));
+  }
+}
+
 // project_self is one GEMM over [wq; wk; wv]: in place when the weights are rows of one
 // block (as the Transformer's arena holds them), copied otherwise -- the same numbers
 // either way -- and equal to the three separate projections within float rounding, in

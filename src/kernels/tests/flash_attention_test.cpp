@@ -222,6 +222,52 @@ TEST(FlashAttention, WeightsMatchReference) {
   });
 }
 
+// k and v with spare rows after each head's tk (a decoder's cache [B, H, capacity, D]
+// sliced to tk), the spare rows NaN: read in place through the head strides, every result
+// is bitwise the dense layout's, and nothing past tk is read.
+Vec with_spare_rows(const Vec& dense, int64_t bh, int64_t rows, int64_t d, int64_t capacity) {
+  Vec out(size_t(bh * capacity * d), std::numeric_limits<float>::quiet_NaN());
+  for (int64_t h = 0; h < bh; ++h)
+    std::copy_n(dense.begin() + h * rows * d, rows * d, out.begin() + h * capacity * d);
+  return out;
+}
+
+TEST(FlashAttention, HeadStridedKeysAndValuesEqualDense) {
+  for_each_simd_target([](const SimdTarget&) {
+    for (const int64_t tq : {1, 19}) {
+      for (const bool causal : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << "tq " << tq << (causal ? " causal" : ""));
+        const Problem dense = make_problem(5, tq, 37, 24, 16, causal, !causal, 300 + tq);
+        const int64_t cap = dense.spec.tk + 11;
+        Problem strided = dense;
+        strided.spec.key_lengths = strided.lengths.empty() ? nullptr : strided.lengths.data();
+        strided.k = with_spare_rows(dense.k, dense.spec.bh, dense.spec.tk, dense.spec.dh, cap);
+        strided.v = with_spare_rows(dense.v, dense.spec.bh, dense.spec.tk, dense.spec.dv, cap);
+        strided.spec.k_head_stride = cap * dense.spec.dh;
+        strided.spec.v_head_stride = cap * dense.spec.dv;
+        const Result want = run_fused(dense), got = run_fused(strided);
+        EXPECT_TRUE(bitwise_equal(got.out, want.out));
+        EXPECT_TRUE(bitwise_equal(got.lse, want.lse));
+        EXPECT_TRUE(bitwise_equal(got.dq, want.dq));
+        EXPECT_TRUE(bitwise_equal(got.dk, want.dk));
+        EXPECT_TRUE(bitwise_equal(got.dv, want.dv));
+        const auto& s = dense.spec;
+        Vec w_dense(s.bh * s.tq * s.tk), w_strided(w_dense.size());
+        flash_attention_weights(dense.spec, dense.q.data(), dense.k.data(), want.lse.data(), 0,
+                                s.tq, w_dense.data());
+        flash_attention_weights(strided.spec, strided.q.data(), strided.k.data(), want.lse.data(),
+                                0, s.tq, w_strided.data());
+        EXPECT_TRUE(bitwise_equal(w_strided, w_dense));
+        // The reference twin reads the same layout.
+        const Reference ref_dense = run_reference(dense), ref_strided = run_reference(strided);
+        EXPECT_EQ(ref_strided.out, ref_dense.out);
+        EXPECT_EQ(ref_strided.dk, ref_dense.dk);
+        EXPECT_EQ(ref_strided.dv, ref_dense.dv);
+      }
+    }
+  });
+}
+
 TEST(FlashAttention, BitwiseIdenticalForOneAndTwoThreads) {
   const int before = num_threads();
   for (bool causal : {false, true}) {

@@ -1,9 +1,6 @@
 #include "detail/transformer_layers.h"
 
-#include <array>
-
 #include "qkv/autograd/functions.h"
-#include "qkv/ops/sequence.h"
 
 namespace qkv::models::detail {
 namespace {
@@ -11,14 +8,6 @@ namespace {
 // x + dropout(sublayer output): the residual connection of every sub-layer.
 Variable residual(const Variable& x, const Variable& y, nn::Dropout& dropout) {
   return autograd::add(x, dropout.forward(y));
-}
-
-// cache [B, H, t, Dh] (or undefined) and the newest row [B, H, 1, Dh] -> [B, H, t + 1, Dh].
-// A copy of O(t) elements per step, no recomputation.
-Tensor append(const Tensor& cache, const Tensor& row) {
-  if (!cache.defined()) return row.contiguous();
-  const std::array<TensorView, 2> parts{cache.view(), row.view()};
-  return ops::concat(parts, 2);
 }
 
 // lengths [B] (or empty: every key) -> the key-padding mask of every head.
@@ -74,20 +63,22 @@ void DecoderLayer::prepare(const Variable& memory, LayerCache& cache) const {
   const attention::KeyValueHeads kv = cross_attn_.project_key_values(memory);
   cache.cross_k = kv.keys.value();
   cache.cross_v = kv.values.value();
-  cache.self_k = Tensor();
-  cache.self_v = Tensor();
+  cache.self_k.clear();
+  cache.self_v.clear();
 }
 
 Variable DecoderLayer::step(const Variable& x, LayerCache& cache, std::span<const int64_t> lengths,
                             nn::Dropout& dropout, Tensor* weights) {
   // [B, 1, E]: only the newest position is projected; the cache holds the others.
   const attention::QueryKeyValueHeads self = self_attn_.project_self(self_norm_.forward(x));
-  cache.self_k = append(cache.self_k, self.keys.value());
-  cache.self_v = append(cache.self_v, self.values.value());
-  // One query at the end of the sequence sees every cached position: no mask needed.
-  const Variable s =
-      self_attn_.attend_heads(self.queries, Variable(cache.self_k), Variable(cache.self_v), {})
-          .output;
+  cache.self_k.append(self.keys.value());
+  cache.self_v.append(self.values.value());
+  // One query at the end of the sequence sees every cached position: no mask needed. The
+  // cache slices are read in place (MultiHeadAttention::attend_heads without gradients).
+  const Variable s = self_attn_
+                         .attend_heads(self.queries, Variable(cache.self_k.view()),
+                                       Variable(cache.self_v.view()), {})
+                         .output;
   Variable h = residual(x, s, dropout);
   attention::MultiHeadOptions options;
   options.need_weights = weights != nullptr;

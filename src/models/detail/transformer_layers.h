@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 
+#include "detail/kv_cache.h"
 #include "detail/multi_head.h"
 #include "qkv/nn/dropout.h"
 #include "qkv/nn/feed_forward.h"
@@ -37,9 +38,9 @@ class EncoderLayer {
 
 // One decoder layer's cache for incremental decoding: the self-attention keys and values
 // of every position so far (projections of the normalised inputs, so a step projects
-// only its own row) and the cross-attention keys and values of the memory.
+// only its own row; kv_cache.h) and the cross-attention keys and values of the memory.
 struct LayerCache {
-  Tensor self_k, self_v;    // [B, H, t, Dh]; undefined before the first step
+  KvCache self_k, self_v;   // [B, H, t, Dh] after t steps
   Tensor cross_k, cross_v;  // [B, H, Ts, Dh]
 };
 

@@ -1,6 +1,9 @@
 // Every op gives the same result for strided (non-contiguous) inputs as for contiguous
 // ones: the ops layer stages strided views before calling the kernels.
+#include <limits>
+
 #include "op_cases.h"
+#include "qkv/ops/flash_attention.h"
 #include "qkv/ops/matmul.h"
 #include "qkv/ops/shape_ops.h"
 #include "qkv/testing/tensors.h"
@@ -55,6 +58,37 @@ TEST(StridedInputs, ShapeOpsOnTransposedTensors) {
   EXPECT_TRUE(bitwise_equal(ops::reshape(xt, {24}), xt.contiguous().reshape({24})));
   EXPECT_TRUE(bitwise_equal(ops::transpose(xt, 0, 1), x));
   EXPECT_TRUE(bitwise_equal(ops::reshape_backward(ops::reshape(xt, {3, 8}), {6, 4}), xt));
+}
+
+// A decoder's K/V cache [B, H, capacity, D] sliced to the t positions so far: forward
+// reads it in place (spare rows NaN here, so reading one would show) and equals the
+// contiguous copy bitwise, for every placement of unit dims.
+TEST(StridedInputs, FlashAttentionReadsACacheSliceInPlace) {
+  for (DType dtype : {DType::F32, DType::F64}) {
+    for (const Shape& heads : {Shape{3, 4}, Shape{1, 4}, Shape{3, 1}, Shape{1, 1}}) {
+      SCOPED_TRACE(::testing::Message()
+                   << dtype_name(dtype) << " B " << heads[0] << " H " << heads[1]);
+      const int64_t b = heads[0], h = heads[1], t = 6, capacity = 9, d = 8, dv = 5;
+      const Tensor q = random_tensor({b, h, 1, d}, dtype, 7);
+      Tensor k_cache =
+          Tensor::full({b, h, capacity, d}, std::numeric_limits<double>::quiet_NaN(), dtype);
+      Tensor v_cache =
+          Tensor::full({b, h, capacity, dv}, std::numeric_limits<double>::quiet_NaN(), dtype);
+      const Tensor k_dense = random_tensor({b, h, t, d}, dtype, 8);
+      const Tensor v_dense = random_tensor({b, h, t, dv}, dtype, 9);
+      copy_into(k_dense, k_cache.slice(2, 0, t));
+      copy_into(v_dense, v_cache.slice(2, 0, t));
+      const Tensor k = k_cache.slice(2, 0, t), v = v_cache.slice(2, 0, t);
+      ASSERT_FALSE(k.is_contiguous() && b * h > 1);
+      std::vector<int64_t> lengths(size_t(b), t);
+      lengths[0] = t - 2;
+      const ops::FlashAttentionOptions options{.scale = 0.35, .key_lengths = lengths};
+      const ops::FlashAttentionResult got = ops::flash_attention(q, k, v, options);
+      const ops::FlashAttentionResult want = ops::flash_attention(q, k_dense, v_dense, options);
+      EXPECT_TRUE(bitwise_equal(got.out, want.out));
+      EXPECT_TRUE(bitwise_equal(got.lse, want.lse));
+    }
+  }
 }
 
 }  // namespace

@@ -13,8 +13,10 @@
 //       project_queries / project_keys / project_values  x [B, T, E] -> heads [B, H, T, Dh]
 //       project_self (self-attention) and project_key_values (cross-attention memory),
 //       attend_heads(q, k, v, mask): pre-projected heads -> [B, Tq, E] after W_o.
-//     A decoder keeps the K/V heads of past positions (concatenated along T) and projects
-//     only its newest row; a beam reorders them along B.
+//     A decoder keeps the K/V heads of past positions (a cache with spare capacity along
+//     T: models/detail/kv_cache.h) and projects only its newest row; a beam reorders them
+//     along B. Without gradients and weights, attend_heads hands the heads to the fused
+//     kernel as they are, so a slice of such a cache is read in place, never copied.
 // project_self and project_key_values run the Q/K/V (or K/V) projections of one input
 // as ONE GEMM over the stacked weights (autograd::stacked_linear; without a copy when the
 // weights lie back to back, as the Transformer registers them): equal to the separate

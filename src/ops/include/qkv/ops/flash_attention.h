@@ -6,7 +6,9 @@
 // without the head axis, [B, Tq, D] etc. (rank 3, H = 1). Every dim >= 1; any D, Dv.
 // Outputs: out [..., Tq, Dv], lse [..., Tq] (log-sum-exp of the masked scaled scores,
 // -inf for a query that sees no key: its out row and gradients are 0, never NaN).
-// Strided inputs are staged contiguously.
+// Strided inputs are staged contiguously, except forward's k and v when each head's rows
+// are dense and the heads equally spaced (a decoder's K/V cache with spare capacity
+// along T, sliced to the positions so far): those are read in place.
 #pragma once
 
 #include <cstdint>

@@ -25,7 +25,23 @@ struct FlashAttentionSpec {
   double scale = 1.0;
   bool causal = false;
   const int64_t* key_lengths = nullptr;  // (bh) or nullptr
+  // Elements from head h's keys (values) to head h+1's, each head's [tk, dh] ([tk, dv])
+  // rows dense; 0: tk·dh (tk·dv), all heads back to back. A decoder's cache with spare
+  // capacity along T is read in place this way (k [B, H, capacity, dh] sliced to tk).
+  // Only k and v: q, out, lse and the gradients are always dense.
+  int64_t k_head_stride = 0;
+  int64_t v_head_stride = 0;
 };
+
+// Head h's keys [tk, dh] and values [tk, dv] in k and v as the spec lays them out.
+template <class T>
+T* flash_key_head(const FlashAttentionSpec& s, T* k, int64_t h) noexcept {
+  return k + h * (s.k_head_stride != 0 ? s.k_head_stride : s.tk * s.dh);
+}
+template <class T>
+T* flash_value_head(const FlashAttentionSpec& s, T* v, int64_t h) noexcept {
+  return v + h * (s.v_head_stride != 0 ? s.v_head_stride : s.tk * s.dv);
+}
 
 namespace ref {
 
@@ -60,8 +76,8 @@ template <class T>
 void flash_attention_forward(const FlashAttentionSpec& s, const T* q, const T* k, const T* v,
                              T* out, T* lse) noexcept {
   for (int64_t h = 0; h < s.bh; ++h) {
-    const T* kh = k + h * s.tk * s.dh;  // [tk, dh]
-    const T* vh = v + h * s.tk * s.dv;  // [tk, dv]
+    const T* kh = flash_key_head(s, k, h);    // [tk, dh]
+    const T* vh = flash_value_head(s, v, h);  // [tk, dv]
     for (int64_t i = 0; i < s.tq; ++i) {
       const T* qi = q + (h * s.tq + i) * s.dh;  // [dh]
       T* oi = out + (h * s.tq + i) * s.dv;      // [dv]
@@ -89,8 +105,8 @@ void flash_attention_backward(const FlashAttentionSpec& s, const T* q, const T* 
   for (int64_t n = 0; n < s.bh * s.tk * s.dh; ++n) dk[n] = T(0);
   for (int64_t n = 0; n < s.bh * s.tk * s.dv; ++n) dv[n] = T(0);
   for (int64_t h = 0; h < s.bh; ++h) {
-    const T* kh = k + h * s.tk * s.dh;  // [tk, dh]
-    const T* vh = v + h * s.tk * s.dv;  // [tk, dv]
+    const T* kh = flash_key_head(s, k, h);    // [tk, dh]
+    const T* vh = flash_value_head(s, v, h);  // [tk, dv]
     for (int64_t i = 0; i < s.tq; ++i) {
       const T* qi = q + (h * s.tq + i) * s.dh;      // [dh]
       const T* doi = dout + (h * s.tq + i) * s.dv;  // [dv]
@@ -129,7 +145,7 @@ void flash_attention_weights(const FlashAttentionSpec& s, const T* q, const T* k
       T* pr = p + (h * rows + r) * s.tk;        // [tk]
       const int64_t vis = flash_visible(s, h, i);
       for (int64_t j = 0; j < s.tk; ++j)
-        pr[j] = j < vis ? T(std::exp(flash_score(s, qi, k + (h * s.tk + j) * s.dh) -
+        pr[j] = j < vis ? T(std::exp(flash_score(s, qi, flash_key_head(s, k, h) + j * s.dh) -
                                      double(lse[h * s.tq + i])))
                         : T(0);
     }
