@@ -28,7 +28,8 @@ void declare_data(cli::OptionSet& o, ModelDirFlag model_dir) {
   const TrainSettings d;
   Option& model = o.add_path("model", std::nullopt,
                              "Model directory: model.safetensors, model.best.safetensors, "
-                             "vocab.spm and train_state.safetensors are written there.")
+                             "vocab.spm, train_state.safetensors and validations.tsv are "
+                             "written there.")
                       .metavar("DIR");
   if (model_dir == ModelDirFlag::Required) model.required();
   o.add_list("train-sets", {}, "Source and target training corpora (plain text or .gz).")

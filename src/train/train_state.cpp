@@ -1,6 +1,7 @@
 // The training state file: Adam's moments per parameter, and the progress counters as
 // metadata.
 #include <algorithm>
+#include <cmath>
 
 #include "qkv/base/error.h"
 #include "qkv/io/safetensors.h"
@@ -42,7 +43,8 @@ file_checks::Metadata progress_metadata(const TrainProgress& p, const Adam& adam
       {"valid.count", std::to_string(p.validations)},
       {"valid.best_loss", p.best_valid_loss ? file_checks::format_double(*p.best_valid_loss) : ""},
       {"valid.best_bleu", file_checks::format_double(p.best_valid_bleu)},
-      {"valid.stalled", std::to_string(p.stalled_validations)}};
+      {"valid.stalled", std::to_string(p.stalled_validations)},
+      {"valid.seconds", file_checks::format_double(p.valid_seconds)}};
 }
 
 TrainProgress parse_progress(const file_checks::Metadata& m, const std::filesystem::path& path) {
@@ -73,6 +75,14 @@ TrainProgress parse_progress(const file_checks::Metadata& m, const std::filesyst
     p.best_valid_loss = get_double(m, "valid.best_loss", path);
   p.best_valid_bleu = get_double(m, "valid.best_bleu", path);
   p.stalled_validations = get_int(m, "valid.stalled", path);
+  // Files of qkv before validation time was counted apart: none counted.
+  if (m.count("valid.seconds") != 0) {
+    p.valid_seconds = get_double(m, "valid.seconds", path);
+    QKV_CHECK(
+        std::isfinite(p.valid_seconds) && p.valid_seconds >= 0 && p.valid_seconds <= p.wall_seconds,
+        IoError, path.string(), ": metadata key 'valid.seconds' = ", p.valid_seconds,
+        " is not within [0, wall_seconds = ", p.wall_seconds, "]");
+  }
   using Counter = std::pair<const char*, int64_t>;
   for (const auto& [key, value] :
        {Counter{"update", p.update}, Counter{"micro_batches", p.micro_batches},

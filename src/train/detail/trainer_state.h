@@ -56,6 +56,9 @@ struct Trainer::State {
   // Validation batches, in corpus order (computed once).
   std::vector<data::Batch> valid_batches;
   std::vector<std::string> valid_references;  // of the pairs in valid_batches
+  // Whether validations.tsv has been cut back to this run's checkpoint (done before this
+  // process appends its first row).
+  bool valid_log_ready = false;
 
   // Training time: what earlier sessions used plus the time since this one began (reset
   // by run(), so time between runs does not count).
@@ -68,6 +71,7 @@ struct Trainer::State {
            std::chrono::duration<double>(Clock::now() - session_start).count();
   }
   void prepare_validation();
+  void log_validation_row(const ValidationResult& result);
 };
 
 }  // namespace qkv::train

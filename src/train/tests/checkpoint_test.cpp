@@ -192,6 +192,7 @@ struct SavedState {
     progress = {.update = 19,
                 .tokens_seen = 12345,
                 .wall_seconds = 1.0 / 3.0,
+                .valid_seconds = 0.125,
                 .model_seed = 5,
                 .dropout_offsets = {},
                 .position = {.seed = 3, .epoch = 2, .index = 1, .fingerprint = ~uint64_t{0} - 7},
@@ -214,6 +215,7 @@ TEST(TrainState, RoundTripsParametersMomentsStepAndProgressBitwise) {
   EXPECT_EQ(a.update, b.update);
   EXPECT_EQ(a.tokens_seen, b.tokens_seen);
   EXPECT_EQ(a.wall_seconds, b.wall_seconds);  // 17 digits: exact
+  EXPECT_EQ(a.valid_seconds, b.valid_seconds);
   EXPECT_EQ(a.model_seed, b.model_seed);
   EXPECT_EQ(a.dropout_offsets, b.dropout_offsets);
   EXPECT_EQ(a.position.seed, b.position.seed);
@@ -251,6 +253,13 @@ TEST(TrainState, EveryMalformationIsATypedErrorNamingFileAndEntry) {
   fresh();
   rewrite(path, [](io::SafetensorsFile& f) { f.metadata["adam_step"] = "99"; });
   EXPECT_TRUE(throws_with<IoError>(load, {path.string(), "adam_step"}));
+  fresh();
+  rewrite(path, [](io::SafetensorsFile& f) { f.metadata["valid.seconds"] = "0.5"; });
+  EXPECT_TRUE(throws_with<IoError>(load, {path.string(), "'valid.seconds' = 0.5", "wall_seconds"}));
+  fresh();
+  // Files from before validation time was counted apart: none counted.
+  rewrite(path, [](io::SafetensorsFile& f) { f.metadata.erase("valid.seconds"); });
+  EXPECT_EQ(load_train_state(path, AdamOptions{}).progress.valid_seconds, 0.0);
   fresh();
   rewrite(path, [](io::SafetensorsFile& f) { f.metadata["format"] = "something"; });
   EXPECT_TRUE(throws_with<IoError>(load, {path.string(), "not a qkv training state"}));

@@ -303,6 +303,60 @@ TEST_F(TrainerTest, ObserversAreCalledAfterEachValidationWithTheResult) {
   EXPECT_EQ(t.progress().best_valid_bleu, 40.0 + double(seen[best].update));
 }
 
+// validations.tsv: one row per validation with the training time apart from the time
+// spent validating (what a time-to-quality curve needs), the log line says the same; a
+// resumed run drops the rows of validations after its checkpoint (a run that stopped
+// before saving) instead of repeating them.
+TEST_F(TrainerTest, ValidationLogHasOneRowPerValidationAcrossResume) {
+  const auto dir = test_dir();
+  const auto log_file = dir / kValidationLogFile;
+  const auto rows = [&] {
+    std::ifstream in(log_file);
+    std::vector<std::vector<std::string>> out;
+    for (std::string line; std::getline(in, line);) {
+      std::vector<std::string> fields;
+      std::istringstream split(line);
+      for (std::string f; std::getline(split, f, '\t');) fields.push_back(f);
+      out.push_back(fields);
+    }
+    return out;
+  };
+  TrainerOptions o = testing::tiny_options(dir, 4);
+  o.valid_freq = 2;
+  std::ostringstream log;
+  o.log = &log;
+  {
+    Trainer t(testing::tiny_rnn(vocab(), 0.0), *data_, o);
+    t.run();
+    EXPECT_GT(t.progress().valid_seconds, 0.0);
+    EXPECT_LT(t.progress().valid_seconds, t.progress().wall_seconds);
+  }
+  EXPECT_NE(log.str().find(" s training + "), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find(" s validating\n"), std::string::npos) << log.str();
+  // A validation 3 that a crashed session logged after the checkpoint at update 4.
+  std::ofstream(log_file, std::ios::app) << "3\t6\t0\t1.0\t1.0\t99.000000\t\n";
+  o.after = {.updates = 6};
+  Trainer resumed = Trainer::resume(*data_, o);
+  resumed.run();
+  const auto got = rows();
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got[0],
+            (std::vector<std::string>{"validation", "update", "tokens_seen", "train_seconds",
+                                      "valid_seconds", "cross_entropy", "bleu"}));
+  double last_train = 0, last_valid = 0;
+  for (size_t i = 1; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].size(), 6u) << "no BLEU without observers: an empty last field";
+    EXPECT_EQ(got[i][0], std::to_string(i));
+    EXPECT_EQ(got[i][1], std::to_string(2 * i));
+    EXPECT_NE(got[i][5], "99.000000") << "the crashed session's row was kept";
+    const double train_s = std::stod(got[i][3]), valid_s = std::stod(got[i][4]);
+    EXPECT_GE(train_s, last_train);
+    EXPECT_GT(valid_s, last_valid);
+    last_train = train_s;
+    last_valid = valid_s;
+  }
+}
+
 // A front end that trained the vocabulary into the model directory has written it; the
 // Trainer writes vocab.spm only when the directory does not hold this vocabulary already.
 TEST_F(TrainerTest, TheVocabularyIsWrittenOnce) {

@@ -37,6 +37,10 @@ using models::kBestModelFile;
 using models::kModelFile;
 using models::kVocabFile;
 inline constexpr const char* kTrainStateFile = "train_state.safetensors";
+// One row per validation (tab-separated, with a header): the validation, the update, the
+// training time excluding validation, the cross-entropy and BLEU; what a time-to-quality
+// curve is drawn from. A resumed run drops the rows after its checkpoint, then appends.
+inline constexpr const char* kValidationLogFile = "validations.tsv";
 
 using models::load_model;
 using models::load_parameters;
@@ -54,6 +58,8 @@ struct TrainProgress {
       0;  // micro-batches of those updates (== update without --accumulate or ranks)
   int64_t tokens_seen = 0;  // source + target tokens of those batches
   double wall_seconds = 0;  // training time used, summed over every session
+  // The part of wall_seconds spent validating (files before this counter: 0).
+  double valid_seconds = 0;
   // Random state: the seed the model was built with (its dropout masks derive from it)
   // and the model's dropout counters (Seq2Seq dropout state; empty when not exposed).
   uint64_t model_seed = 0;

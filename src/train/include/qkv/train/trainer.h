@@ -15,7 +15,8 @@
 // and around it: validation every valid_freq updates (cross-entropy per target token;
 // early stopping after N validations without a lower cross-entropy; then the observers
 // the caller installed, Marian's validators: BLEU of greedy translations, the best model
-// kept as model.best.safetensors, in experiment/validators.h), a checkpoint every
+// kept as model.best.safetensors, in experiment/validators.h; one row per validation in
+// validations.tsv, checkpoint.h), a checkpoint every
 // save_freq updates and at the end, a progress line every disp_freq updates, and the
 // budget (updates, epochs, wall time; whichever comes first).
 //
