@@ -13,7 +13,7 @@
 # (default 1) their seed; COLD_ALLOC=1 keeps glibc's malloc defaults on both sides.
 # Groups alternate qkv / torch per (model, threads), so each pair is measured within a
 # minute or two of each other.
-# With qkv_bench_kernels in BUILD_DIR the FMA peak is measured first, and the Transformer
+# With qkv_bench_kernels in BUILD_DIR the FMA peak is measured first, and every model's
 # rows end as GFLOP/s and a share of it (bench/training_flops.py counts the products).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,7 +42,7 @@ $py bench/peer_torch_training.py --make-batches "$tmp/batches.txt" --seed "${SEE
 "$exe" --info > "$tmp/qkv_info.json"
 [[ $peer != 0 ]] && /usr/bin/python3 bench/peer_torch_training.py --info "${alloc[@]}" \
   > "$tmp/torch_info.json"
-# The machine's FMA peak in the same run (qkv_bench_kernels, when built): the Transformer
+# The machine's FMA peak in the same run (qkv_bench_kernels, when built): every model's
 # rows are also given as GFLOP/s and a share of it (bench/training_flops.py).
 kern="$build/bench/qkv_bench_kernels"
 if [[ -x $kern ]]; then
@@ -152,8 +152,8 @@ print("tok/s of each window, qkv | torch:")
 for name, r in qkv.items():
     w = lambda x: " ".join(f"{v:.0f}" for v in x["rates"]) if "rates" in x else "-"
     print(f"  {name:<18} {w(r)} | {w(torch.get(name, {}))}")
-# The Transformer's counted FLOPs against the FMA peak measured in this run: how busy
-# each side keeps the machine, and what a speed-up over the peer would require of it.
+# Each model's counted FLOPs against the FMA peak measured in this run: how busy each
+# side keeps the machine, and what a speed-up over the peer would require of it.
 from training_flops import update_flops
 fma = {}
 if os.path.exists(f"{tmp}/fma.json"):
@@ -161,17 +161,19 @@ if os.path.exists(f"{tmp}/fma.json"):
         name = b.get("run_name", b["name"])
         if name.startswith("BM_FmaPeak/") and b.get("aggregate_name", "median") == "median":
             fma[name.split("threads:")[1].split("/")[0]] = b["GFLOP/s"]
-flops = statistics.mean(update_flops(*map(int, s)) for s in shapes)
-print(f"\nTransformer FLOPs (bench/training_flops.py: matrix products on the padded shapes, "
-      f"backward = 2x forward): {flops / 1e9:.1f} GFLOP per update, the batches' mean")
+models = sorted({name.split(":thr=")[0] for name in qkv}, key=list(qkv).index)
+flops = {m: statistics.mean(update_flops(*map(int, s), m) for s in shapes) for m in models}
+print("\nFLOPs per update (bench/training_flops.py: matrix products on the padded shapes, "
+      "backward = 2x forward; the batches' mean): " +
+      ", ".join(f"{m} {flops[m] / 1e9:.1f} GFLOP" for m in models))
 if fma:
     print("FMA peak measured in this run (qkv_bench_kernels BM_FmaPeak, median of 3): " +
           ", ".join(f"{fma[t]:.0f} GFLOP/s at {t} thread{'s' if t != '1' else ''}" for t in sorted(fma)))
 for name, r in qkv.items():
-    if not name.startswith("transformer:") or "s_per_update" not in r: continue
-    t = name.split(":thr=")[1]
+    if "s_per_update" not in r: continue
+    model, t = name.split(":thr=")
     p = torch.get(name, {})
-    rate = lambda x: flops / x["s_per_update"] / 1e9
+    rate = lambda x: flops[model] / x["s_per_update"] / 1e9
     share = lambda g: f" ({100 * g / fma[t]:.0f}% of peak)" if t in fma else ""
     line = f"  {name:<18} qkv {rate(r):.0f} GFLOP/s{share(rate(r))}"
     if "s_per_update" in p:

@@ -1,4 +1,4 @@
-"""The matrix FLOPs of one Transformer training update, counted from the batch shapes.
+"""The matrix FLOPs of one training update of the benchmark's models, from the batch shapes.
 
 Used by run_training.sh to turn both sides' ms/update into GFLOP/s and a share of the
 FMA peak measured in the same run, and to say what a given speed-up over the peer
@@ -10,6 +10,11 @@ element-wise work (softmax, layer norm, Adam) is left out, so the share of peak 
 lower bound on how busy the FMA units are. Backward costs twice the forward products
 (one product for the input's gradient, one for the weight's); the embedding lookup's
 gradient is a scatter-add and not counted.
+
+The RNNs (run_training.sh: bi-GRU 256 encoder, GRU 256 decoder, one layer each, with
+Bahdanau attention or none) count the same way: each GRU's input and recurrent products
+(3 gates), the bridge, the additive attention's projections, scores (vᵀ tanh: one
+multiply-add per element) and context, the readout, and the output projection.
 """
 
 D, FFN, LAYERS, VOCAB = 256, 1024, 3, 8000
@@ -43,11 +48,60 @@ def forward_flops(b, ts, tt, d=D, ffn=FFN, layers=LAYERS, vocab=VOCAB):
     return encoder + decoder + output
 
 
-def update_flops(b, ts, tt):
-    """Forward + backward products of one update on a [B, Ts] / [B, Tt] batch."""
-    return 3 * forward_flops(b, ts, tt)
+def gru_flops(rows, inputs, hidden):
+    """A GRU over `rows` (batch x time) inputs: 3 gates' input and recurrent products.
+    >>> gru_flops(1, 2, 3)
+    90
+    """
+    return 2 * rows * 3 * hidden * (inputs + hidden)
+
+
+def rnn_forward_flops(b, ts, tt, attention, e=D, h=D, vocab=VOCAB):
+    """Forward products of the benchmark's GRU model, attention "additive" or "none".
+
+    By hand for one token each side, E = H = 1, vocabulary 2, no attention: encoder 2
+    directions x 12, bridge 2 x 2 -> 1 = 4, decoder 12, readout 2, output 4 = 46.
+    >>> rnn_forward_flops(1, 1, 1, "none", e=1, h=1, vocab=2)
+    46
+
+    Bahdanau adds U on the memory (2H -> A = H: 4 per source token), per target step
+    W s (2), scores (2 per source token) and the context (4 per source token), a decoder
+    input wider by 2H (6 x 2 = 12 more) and a readout of 3H + E inputs (8 instead of 2).
+    >>> rnn_forward_flops(1, 1, 1, "additive", e=1, h=1, vocab=2) - 46
+    30
+    """
+    ns, nt = b * ts, b * tt
+    encoder = 2 * gru_flops(ns, e, h)
+    bridge = 2 * b * 2 * h * h
+    output = 2 * nt * e * vocab
+    if attention == "none":
+        return encoder + bridge + gru_flops(nt, e, h) + 2 * nt * h * e + output
+    if attention != "additive":
+        raise ValueError(f"attention {attention!r}: expected 'additive' or 'none'")
+    a = h
+    attend = (2 * ns * 2 * h * a          # U h_j, once per source
+              + 2 * nt * h * a            # W s_{t-1}, every step
+              + 2 * b * tt * ts * a       # v . tanh(...) per (step, source position)
+              + 2 * b * tt * ts * 2 * h)  # context: weights x annotations
+    decoder = gru_flops(nt, e + 2 * h, h)
+    readout = 2 * nt * (3 * h + e) * e
+    return encoder + bridge + attend + decoder + readout + output
+
+
+def update_flops(b, ts, tt, model="transformer"):
+    """Forward + backward products of one update on a [B, Ts] / [B, Tt] batch of `model`
+    (a run_training.sh case: transformer, rnn-additive, rnn-none).
+    >>> update_flops(1, 1, 1, "rnn-none") == 3 * rnn_forward_flops(1, 1, 1, "none")
+    True
+    """
+    if model == "transformer":
+        return 3 * forward_flops(b, ts, tt)
+    if model.startswith("rnn-"):
+        return 3 * rnn_forward_flops(b, ts, tt, model[len("rnn-"):])
+    raise ValueError(f"model {model!r}: expected transformer, rnn-additive or rnn-none")
 
 
 if __name__ == "__main__":
     # A worked example: the size of run_training.sh's batches.
-    print(f"{update_flops(160, 26, 27) / 1e9:.1f} GFLOP for [160, 26, 27]")
+    for model in ("transformer", "rnn-additive", "rnn-none"):
+        print(f"{model}: {update_flops(160, 26, 27, model) / 1e9:.1f} GFLOP for [160, 26, 27]")
