@@ -25,7 +25,7 @@ data=data/multi30k
 # The demo's shared settings (src/experiment/demo.cpp) ...
 base=(--type transformer --dim-emb 128 --dim-ffn 512 --heads 4 --dropout 0
   --mini-batch-words 2048 --learn-rate 0.002 --lr-schedule constant --warmup 100)
-# ... and what each candidate changes (later flags override earlier ones).
+# ... and what each candidate changes (its flags replace the base's of the same name).
 declare -A candidates=(
   [base]=""
   [lr3e-3]="--learn-rate 0.003"
@@ -49,12 +49,17 @@ for name in "${names[@]}"; do
   [[ -v candidates[$name] ]] || { echo "unknown candidate $name" >&2; exit 1; }
   # shellcheck disable=SC2206  # the flags are words
   extra=(${candidates[$name]})
+  flags=()  # the base without the flags the candidate sets (qkv refuses a flag twice)
+  for ((i = 0; i < ${#base[@]}; i += 2)); do
+    [[ " ${extra[*]} " == *" ${base[i]} "* ]] || flags+=("${base[i]}" "${base[i + 1]}")
+  done
+  [[ ${base[0]} == --type ]] || { echo "base flags must come in pairs" >&2; exit 1; }
   dir=$out/$name
   rm -rf "$dir"
-  echo "$(date -u +%T) $name: ${extra[*]:-(the demo's settings)}"
+  echo "$(date -u +%T) $name: ${extra[*]:-(the demo settings)}"
   "$qkv" train --model "$dir" --train-sets "$data/train.en.gz" "$data/train.de.gz" \
     --vocab "$out/vocab.spm" --threads "$threads" --after "${budget}s" --valid-freq 0 \
-    --save-freq 0 --disp-freq 100 --disp-seconds 0 "${base[@]}" "${extra[@]}" \
+    --save-freq 0 --disp-freq 100 --disp-seconds 0 "${flags[@]}" "${extra[@]}" \
     > "$dir.log" 2>&1
   "$qkv" translate --model "$dir" --beam-size 5 --threads "$threads" < "$out/val.en" \
     > "$dir.val.hyp" 2>> "$dir.log"
