@@ -3,7 +3,8 @@
 # trains exactly as `qkv demo` trains its Transformer (Multi30k En->De, its 4000-piece
 # vocabulary, the demo's per-model budget at 2 threads), then translates the VALIDATION
 # set (val.*; the test set is never looked at) with the demo's beam 5, and BLEU ranks the
-# candidates. The winner goes into src/experiment/demo.cpp (kDemoTransformer).
+# candidates. A winner would replace the demo's settings in src/experiment/demo.cpp (the
+# 2026-12-05 sweep kept them: docs/experiments.md, section 6).
 #
 # Usage:
 #   scripts/demo_transformer_sweep.sh [CANDIDATE...]     (default: all below)

@@ -22,21 +22,19 @@ fs::path model_dir(const ComparisonSpec& spec, const Variant& v) {
   return spec.out / "models" / v.file_name();
 }
 
-// spec.transformer when it applies to v.
-const TypeSettings* type_settings(const ComparisonSpec& spec, const Variant& v) {
-  return v.type == models::ModelType::Transformer && spec.transformer ? &*spec.transformer
-                                                                      : nullptr;
-}
-
-template <class T>
-void set_if(T& field, const std::optional<T>& value) {
-  if (value) field = *value;
+// The spec's model with the variant's type and attention (and heads, transformer:h<N>).
+ModelSettings variant_model(const ComparisonSpec& spec, const Variant& v) {
+  ModelSettings m = spec.model;
+  m.type = v.type;
+  m.attention = v.type == models::ModelType::Rnn ? std::optional(v.attention) : std::nullopt;
+  if (v.heads > 0) m.heads = v.heads;
+  return m;
 }
 
 VariantPlan variant_plan(const ComparisonSpec& spec, const Variant& v, const data::Vocab& vocab) {
   return {.variant = v,
           .config = model_config(variant_model(spec, v), vocab, spec.train.max_length),
-          .trainer = trainer_options(variant_train(spec, v), model_dir(spec, v))};
+          .trainer = trainer_options(spec.train, model_dir(spec, v))};
 }
 
 // The variants of an earlier comparison in spec.out that `reuse` keeps: recorded in its
@@ -152,34 +150,6 @@ class SampleMaps {
 
 }  // namespace
 
-// The spec's model with the variant's type and attention (and heads, transformer:h<N>).
-ModelSettings variant_model(const ComparisonSpec& spec, const Variant& v) {
-  ModelSettings m = spec.model;
-  if (const TypeSettings* t = type_settings(spec, v)) {
-    set_if(m.dim_emb, t->dim_emb);
-    set_if(m.dim_ffn, t->dim_ffn);
-    if (t->enc_depth) m.enc_depth = t->enc_depth;
-    if (t->dec_depth) m.dec_depth = t->dec_depth;
-    set_if(m.dropout, t->dropout);
-  }
-  m.type = v.type;
-  m.attention = v.type == models::ModelType::Rnn ? std::optional(v.attention) : std::nullopt;
-  if (v.heads > 0) m.heads = v.heads;
-  return m;
-}
-
-TrainSettings variant_train(const ComparisonSpec& spec, const Variant& v) {
-  TrainSettings t = spec.train;
-  if (const TypeSettings* s = type_settings(spec, v)) {
-    set_if(t.mini_batch_words, s->mini_batch_words);
-    set_if(t.warmup, s->warmup);
-    set_if(t.learn_rate, s->learn_rate);
-    set_if(t.label_smoothing, s->label_smoothing);
-    set_if(t.lr_schedule, s->lr_schedule);
-  }
-  return t;
-}
-
 void check(const ComparisonSpec& spec) {
   QKV_CHECK(!spec.variants.empty(), FieldError,
             "{variants}: no variants; write e.g. rnn:none,rnn:additive,transformer");
@@ -202,7 +172,7 @@ void check(const ComparisonSpec& spec) {
   for (const Variant& v : spec.variants) {
     model_config(variant_model(spec, v), std::max<int64_t>(spec.train.vocab_size, 5),
                  spec.train.max_length);
-    trainer_options(variant_train(spec, v), model_dir(spec, v));
+    trainer_options(spec.train, model_dir(spec, v));
   }
 }
 

@@ -2,9 +2,6 @@
 
 #include <charconv>
 #include <ctime>
-#include <string>
-#include <type_traits>
-#include <vector>
 
 #include "qkv/base/cpu.h"
 #include "qkv/base/thread_pool.h"
@@ -63,31 +60,6 @@ std::string number(double v) {
   char buf[64];
   const auto r = std::to_chars(buf, buf + sizeof buf, v);
   return {buf, r.ptr};
-}
-
-// "model size 256, FFN 1024, learning rate 0.003, ..." for the fields `t` sets.
-std::string describe(const TypeSettings& t) {
-  std::vector<std::string> parts;
-  const auto add = [&](const char* what, const auto& value) {
-    if (!value) return;
-    if constexpr (std::is_same_v<std::decay_t<decltype(*value)>, train::LrSchedule>)
-      parts.push_back(std::string(what) + " " + std::string(to_string(*value)));
-    else
-      parts.push_back(std::string(what) + " " + number(double(*value)));
-  };
-  add("model size", t.dim_emb);
-  add("FFN", t.dim_ffn);
-  add("encoder layers", t.enc_depth);
-  add("decoder layers", t.dec_depth);
-  add("dropout", t.dropout);
-  add("batches of tokens", t.mini_batch_words);
-  add("learning rate", t.learn_rate);
-  add("schedule", t.lr_schedule);
-  add("warmup", t.warmup);
-  add("label smoothing", t.label_smoothing);
-  std::string out;
-  for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
-  return out.empty() ? "none" : out;
 }
 
 std::string utc_now() {
@@ -157,11 +129,6 @@ std::vector<std::string> comparison_notes(const ComparisonSpec& spec, const Comp
                              : "beam search (beam " + std::to_string(search.beam_size) +
                                    ", length normalisation " + number(search.normalize) + ")") +
       ".");
-  if (spec.transformer)
-    notes.push_back(
-        "The Transformer variants differ from that (their settings chosen on a "
-        "validation set): " +
-        describe(*spec.transformer) + ".");
   notes.push_back("Machine: " + cpu_model() + ", " + std::to_string(num_threads()) +
                   " threads; qkv " + models::qkv_version() + "; " + utc_now() + ".");
   notes.push_back(

@@ -115,7 +115,7 @@ void Trainer::State::log_validation_row(const ValidationResult& result) {
     if (std::ifstream old(path); old) {
       for (std::string line; std::getline(old, line);) {
         const std::optional<int64_t> v = row_validation(line);
-        if (v && *v <= progress.validations - 1) kept += line + "\n";
+        if (v && *v < progress.validations) kept += line + "\n";
       }
     }
     std::ofstream out(path, std::ios::trunc);

@@ -192,41 +192,6 @@ TEST(ComparisonCheck, ErrorsNameTheFieldAndTheCliShowsTheFlag) {
   EXPECT_NO_THROW(check(with_data({})));
 }
 
-// spec.transformer: the Transformer variants' own settings over the shared ones; the
-// RNNs keep the shared ones, a transformer:h<N> still sets its heads, and the check
-// sees the settings each variant will train with.
-TEST(ComparisonCheck, TransformerSettingsApplyToTheTransformerVariantsOnly) {
-  ComparisonSpec s = with_data({});
-  s.variants = parse_variants("rnn:additive,transformer,transformer:h8");
-  s.model.dim_emb = 128;
-  s.transformer = TypeSettings{.dim_emb = 256,
-                               .enc_depth = 2,
-                               .dropout = 0.1,
-                               .mini_batch_words = 4096,
-                               .learn_rate = 0.003,
-                               .lr_schedule = train::LrSchedule::InvSqrt};
-  const ModelSettings rnn = variant_model(s, s.variants[0]);
-  EXPECT_EQ(rnn.dim_emb, 128);
-  EXPECT_EQ(rnn.dropout, s.model.dropout);
-  EXPECT_EQ(variant_train(s, s.variants[0]), s.train);
-  const ModelSettings t = variant_model(s, s.variants[1]);
-  EXPECT_EQ(t.dim_emb, 256);
-  EXPECT_EQ(t.enc_depth, 2);
-  EXPECT_FALSE(t.dec_depth.has_value());  // unset stays the type's default
-  EXPECT_EQ(t.dropout, 0.1);
-  EXPECT_EQ(t.heads, s.model.heads);
-  EXPECT_EQ(variant_model(s, s.variants[2]).heads, 8);
-  const TrainSettings tt = variant_train(s, s.variants[1]);
-  EXPECT_EQ(tt.mini_batch_words, 4096);
-  EXPECT_EQ(tt.learn_rate, 0.003);
-  EXPECT_EQ(tt.lr_schedule, train::LrSchedule::InvSqrt);
-  EXPECT_EQ(tt.warmup, s.train.warmup);
-  EXPECT_EQ(tt.after, s.train.after);
-  EXPECT_NO_THROW(check(s));
-  s.transformer->dim_emb = 100;  // transformer:h8's heads no longer divide it
-  EXPECT_EQ(error_of<FieldError>([&] { check(s); }), "heads 8 must divide dim_emb 100");
-}
-
 TEST(ComparisonCheck, TheTrainFlagsLayerShowsFlagNames) {
   // What `qkv train` and Python's qkv.train see: the same check, named by flag.
   const cli::ParsedOptions p =

@@ -1,6 +1,5 @@
 #include "detail/kv_cache.h"
 
-#include <algorithm>
 #include <cstring>
 #include <utility>
 

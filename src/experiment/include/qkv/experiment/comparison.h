@@ -40,19 +40,6 @@ inline TrainSettings comparison_train_settings() {
   return t;
 }
 
-// What the variants of one model type use instead of the shared settings (`qkv demo`'s
-// Transformer, whose settings were chosen on the validation set): each set field replaces
-// the shared ModelSettings / TrainSettings field of the same name. The data, the
-// vocabulary, the seed and the budget stay shared.
-struct TypeSettings {
-  std::optional<int64_t> dim_emb, dim_ffn, enc_depth, dec_depth;
-  std::optional<double> dropout;
-  std::optional<int64_t> mini_batch_words, warmup;
-  std::optional<double> learn_rate, label_smoothing;
-  std::optional<train::LrSchedule> lr_schedule;
-  friend bool operator==(const TypeSettings&, const TypeSettings&) = default;
-};
-
 struct ComparisonSpec {
   // The data: every variant trains on the same pairs with the same vocabulary.
   CorpusFiles train_sets;
@@ -66,8 +53,6 @@ struct ComparisonSpec {
   std::vector<Variant> variants = parse_variants(kDefaultVariants);
   ModelSettings model;
   TrainSettings train = comparison_train_settings();
-  // Unset: the Transformer variants use `model` and `train` like the others.
-  std::optional<TypeSettings> transformer;
 
   // The test set's evaluation.
   SearchSettings search;
@@ -87,11 +72,6 @@ struct ComparisonSpec {
 
   friend bool operator==(const ComparisonSpec&, const ComparisonSpec&) = default;
 };
-
-// The model and training settings variant `v` of `spec` trains with: the shared ones,
-// the variant's type, attention and heads, and spec.transformer's fields for a Transformer.
-ModelSettings variant_model(const ComparisonSpec& spec, const Variant& v);
-TrainSettings variant_train(const ComparisonSpec& spec, const Variant& v);
 
 // Checks every field and every variant's model and training settings without reading a
 // file (a vocabulary takes minutes to train): FieldError naming the field.
