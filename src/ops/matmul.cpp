@@ -22,8 +22,9 @@ struct Operand {
 // C[batch, m, n] = op(A) · op(B), with op(A) [m, k] and op(B) [k, n] row-major. The
 // leading dimension of a stored matrix is its number of stored columns.
 template <class T>
-void batched_product(const ProductDims& d, Operand<T> a, Operand<T> b, T* c) {
+void batched_product(const ProductDims& d, Operand<T> a, Operand<T> b, T* c, bool add = false) {
   kernels::GemmSpec spec;
+  spec.beta = add ? 1.0 : 0.0;
   spec.trans_a = a.transposed;
   spec.trans_b = b.transposed;
   spec.m = d.m;
@@ -79,29 +80,55 @@ Tensor matmul(const TensorView& a, const TensorView& b, const MatmulOptions& opt
 
 MatmulGrads matmul_backward(const TensorView& dy, const TensorView& a, const TensorView& b,
                             const MatmulOptions& options) {
+  MatmulGrads g{Tensor::empty(a.shape(), a.dtype()), Tensor::empty(b.shape(), b.dtype())};
+  matmul_backward_into(dy, a, b, options, {g.da}, {g.db});
+  return g;
+}
+
+namespace {
+void check_target(std::string_view name, const GradTarget& t, const TensorView& operand) {
+  if (!t.grad.defined()) return;
+  QKV_CHECK(t.grad.shape() == operand.shape(), ShapeError, "matmul_backward_into: ", name, " ",
+            describe(t.grad), " does not match operand ", describe(operand));
+  QKV_CHECK(t.grad.dtype() == operand.dtype(), ValueError, "matmul_backward_into: ", name, " ",
+            describe(t.grad), " does not match operand ", describe(operand));
+  QKV_CHECK(t.grad.is_contiguous(), ValueError, "matmul_backward_into: ", name, " ",
+            describe(t.grad), " is not contiguous");
+}
+}  // namespace
+
+void matmul_backward_into(const TensorView& dy, const TensorView& a, const TensorView& b,
+                          const MatmulOptions& options, const GradTarget& da,
+                          const GradTarget& db) {
   const ProductDims d = check_matmul(a, b, options);
   QKV_CHECK(dy.shape() == output_shape(a, d), ShapeError, "matmul_backward: dy ", describe(dy),
             " does not match the product of ", describe(a), " x ", describe(b));
   detail::check_same_dtype("matmul_backward", dy, a);
+  check_target("da", da, a);
+  check_target("db", db, b);
   const detail::ContiguousInput cdy(dy), ca(a), cb(b);
-  MatmulGrads g{Tensor::empty(a.shape(), a.dtype()), Tensor::empty(b.shape(), b.dtype())};
   const bool ta = options.transpose_a, tb = options.transpose_b;
   detail::visit_dtype(a.dtype(), [&]<class T>() {
     const T* dyp = cdy.data<T>();
     const T* ap = ca.data<T>();
     const T* bp = cb.data<T>();
     // dop(A)[M, K] = dC[M, N] · op(B)ᵀ; stored transposed: dA[K, M] = op(B)[K, N] · dCᵀ.
-    if (!ta)
-      batched_product<T>({d.batch, d.m, d.k, d.n}, {dyp, false}, {bp, !tb}, g.da.data<T>());
-    else
-      batched_product<T>({d.batch, d.k, d.m, d.n}, {bp, tb}, {dyp, true}, g.da.data<T>());
+    if (da.grad.defined()) {
+      T* out = da.grad.data<T>();
+      if (!ta)
+        batched_product<T>({d.batch, d.m, d.k, d.n}, {dyp, false}, {bp, !tb}, out, da.add);
+      else
+        batched_product<T>({d.batch, d.k, d.m, d.n}, {bp, tb}, {dyp, true}, out, da.add);
+    }
     // dop(B)[K, N] = op(A)ᵀ · dC; stored transposed: dB[N, K] = dCᵀ · op(A)[M, K].
-    if (!tb)
-      batched_product<T>({d.batch, d.k, d.n, d.m}, {ap, !ta}, {dyp, false}, g.db.data<T>());
-    else
-      batched_product<T>({d.batch, d.n, d.k, d.m}, {dyp, true}, {ap, ta}, g.db.data<T>());
+    if (db.grad.defined()) {
+      T* out = db.grad.data<T>();
+      if (!tb)
+        batched_product<T>({d.batch, d.k, d.n, d.m}, {ap, !ta}, {dyp, false}, out, db.add);
+      else
+        batched_product<T>({d.batch, d.n, d.k, d.m}, {dyp, true}, {ap, ta}, out, db.add);
+    }
   });
-  return g;
 }
 
 }  // namespace qkv::ops

@@ -7,6 +7,7 @@
 
 #include "qkv/autograd/registry.h"
 #include "qkv/autograd/variable.h"
+#include "qkv/ops/matmul.h"
 
 namespace qkv::autograd::detail {
 
@@ -35,6 +36,22 @@ inline void accumulate(const Variable& input, const TensorView& g) {
 // first gradient and nothing else shares its storage (Variable::accumulate_grad(Tensor&&)).
 inline void accumulate(const Variable& input, Tensor&& g) {
   if (input.requires_grad()) input.accumulate_grad(std::move(g));
+}
+
+// Where a backward function writes one input's gradient (a kernel or product that can add
+// into its destination): the gradient the input already has, added to in place -- what
+// accumulate() would do with an extra temporary and an extra pass -- or a fresh tensor
+// that fill() hands over. Undefined when the input needs no gradient (a constant): the
+// backward skips that computation. Take the slot, write it, fill() it, and only then take
+// the next input's slot (both may be the same variable).
+inline ops::GradTarget grad_slot(const Variable& input) {
+  if (!input.requires_grad()) return {};
+  if (input.grad().defined()) return {input.grad(), true};
+  const Tensor& v = input.value();
+  return {Tensor::empty(v.shape(), v.dtype()), false};
+}
+inline void fill(const Variable& input, ops::GradTarget&& slot) {
+  if (slot.grad.defined() && !slot.add) input.accumulate_grad(std::move(slot.grad));
 }
 
 // Anchors, one per function file, referenced by registered_ops() so a static link keeps

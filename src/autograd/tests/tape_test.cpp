@@ -4,6 +4,7 @@
 
 #include "qkv/autograd/functions.h"
 #include "qkv/ops/elementwise.h"
+#include "qkv/ops/matmul.h"
 #include "qkv/testing/tensors.h"
 
 namespace qkv::autograd {
@@ -50,6 +51,38 @@ TEST(Tape, GradientsAccumulateWhenAVariableIsUsedTwice) {
   for (size_t i = 0; i < xs.size(); ++i) EXPECT_DOUBLE_EQ(gs[i], 2.0 + 2.0 * xs[i]);
   x.zero_grad();
   EXPECT_FALSE(x.grad().defined());
+}
+
+// matmul's backward adds straight into a gradient its operand already has (a weight used
+// at every step): the sum over uses must equal the per-use gradients added up, including
+// an operand used on both sides (x·xᵀ) and a bound (parameter) gradient.
+TEST(Tape, MatmulAddsIntoGradientsItsOperandsAlreadyHave) {
+  const Variable w = leaf({3, 3}, 5), x1 = leaf({2, 3}, 6);
+  const Variable x2(random_tensor({4, 3}, DType::F64, 7));  // a constant: no gradient
+  const Tensor grads = Tensor::zeros({3, 3}, DType::F64);
+  const Variable bound(random_tensor({3, 3}, DType::F64, 8), true);
+  bound.bind_storage(bound.value().clone(), grads);
+  const Variable y1 = matmul(x1, w), y2 = matmul(x2, w, {.transpose_b = true}),
+                 y3 = matmul(w, w, {.transpose_b = true}), y4 = matmul(x1, bound),
+                 y5 = matmul(x2, bound);
+  backward(add(add(add(sum(y1), sum(y2)), add(sum(y3), sum(y4))), sum(y5)));
+  const auto ones = [](const Variable& y) {
+    return Tensor::full(y.value().shape(), 1.0, DType::F64);
+  };
+  const ops::MatmulGrads g1 = ops::matmul_backward(ones(y1), x1.value(), w.value());
+  const ops::MatmulGrads g2 =
+      ops::matmul_backward(ones(y2), x2.value(), w.value(), {.transpose_b = true});
+  const ops::MatmulGrads g3 =
+      ops::matmul_backward(ones(y3), w.value(), w.value(), {.transpose_b = true});
+  const Tensor want_w = ops::add(ops::add(g1.db, g2.db), ops::add(g3.da, g3.db));
+  EXPECT_TRUE(qkv::testing::all_close(w.grad(), want_w, 1e-12, 1e-12));
+  EXPECT_TRUE(qkv::testing::all_close(
+      x1.grad(), ops::add(g1.da, ops::matmul_backward(ones(y4), x1.value(), bound.value()).da),
+      1e-12, 1e-12));
+  EXPECT_FALSE(x2.grad().defined());
+  const Tensor want_bound = ops::add(ops::matmul_backward(ones(y4), x1.value(), bound.value()).db,
+                                     ops::matmul_backward(ones(y5), x2.value(), bound.value()).db);
+  EXPECT_TRUE(qkv::testing::all_close(grads, want_bound, 1e-12, 1e-12));
 }
 
 TEST(Tape, BackwardClearsTheTapeAndSkipsUnrelatedEntries) {

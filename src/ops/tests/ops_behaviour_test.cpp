@@ -33,6 +33,49 @@ TEST(OpsBehaviour, BatchedMatmulEqualsPerBatchProducts) {
   }
 }
 
+// matmul_backward_into writes what matmul_backward returns, or adds it (beta 1) to what the
+// target holds, for every transpose combination and batched; an undefined target skips
+// its product and leaves the other alone.
+TEST(OpsBehaviour, MatmulBackwardIntoWritesOrAddsTheGradients) {
+  for (DType dt : {DType::F64, DType::F32}) {
+    for (int t = 0; t < 4; ++t) {
+      const ops::MatmulOptions o{.transpose_a = (t & 1) != 0, .transpose_b = (t & 2) != 0};
+      const Tensor a = random_tensor(o.transpose_a ? Shape{3, 5, 4} : Shape{3, 4, 5}, dt, 1),
+                   b = random_tensor(o.transpose_b ? Shape{3, 2, 5} : Shape{3, 5, 2}, dt, 2),
+                   dy = random_tensor({3, 4, 2}, dt, 3);
+      const ops::MatmulGrads want = ops::matmul_backward(dy, a, b, o);
+      const Tensor da = Tensor::full(a.shape(), 7.0, dt);  // overwritten
+      ops::matmul_backward_into(dy, a, b, o, {da, false}, {});
+      EXPECT_TRUE(bitwise_equal(da, want.da)) << t;
+      const Tensor before = random_tensor(b.shape(), dt, 4), db = before.clone();
+      ops::matmul_backward_into(dy, a, b, o, {}, {db, true});
+      EXPECT_TRUE(all_close(db, ops::add(before, want.db), 1e-6, 1e-6)) << t;
+      if (dt == DType::F64) {  // the reference product adds its exact-order sum once
+        EXPECT_TRUE(bitwise_equal(db, ops::add(before, want.db))) << t;
+      }
+    }
+  }
+}
+
+TEST(OpsBehaviour, MatmulBackwardIntoRejectsTargetsThatDoNotFit) {
+  const Tensor a = random_tensor({4, 5}, DType::F32, 1), b = random_tensor({5, 2}, DType::F32, 2),
+               dy = random_tensor({4, 2}, DType::F32, 3);
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [&] {
+        ops::matmul_backward_into(dy, a, b, {}, {Tensor::zeros({5, 4}, DType::F32)}, {});
+      },
+      {"da f32[5, 4]", "operand f32[4, 5]"}));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] {
+        ops::matmul_backward_into(dy, a, b, {}, {}, {Tensor::zeros({5, 2}, DType::F64)});
+      },
+      {"db f64[5, 2]", "operand f32[5, 2]"}));
+  const Tensor wide = Tensor::zeros({2, 5}, DType::F32);
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] { ops::matmul_backward_into(dy, a, b, {}, {}, {wide.transpose(0, 1)}); },
+      {"not contiguous"}));
+}
+
 TEST(OpsBehaviour, CrossEntropyAllIgnoredGivesZeroLossAndGradient) {
   const Tensor logits = random_tensor({3, 5}, DType::F64, 3);
   const Tensor targets = t64({3}, {-1, -1, -1});
