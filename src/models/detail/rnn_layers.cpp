@@ -176,6 +176,22 @@ std::pair<Variable, Variable> RnnLayers::additive_attend(const Variable& s,
   return {autograd::reshape(c, {batch, c.value().dim(2)}), a};
 }
 
+RnnLayers::AdditiveStep RnnLayers::additive_recur(const Variable& y, const RnnDecoderVars& state,
+                                                  const RnnMemory& memory) {
+  // Bahdanau: the context is scored from the previous state s_{t-1} and feeds the cell
+  // (eq. 4: s_t = f(s_{t-1}, y_{t-1}, c_t)).
+  auto [context, weights] = additive_attend(state.h.back(), memory);
+  nn::RecurrentState next =
+      decoder_.step(autograd::concat({y, context}, -1), nn::RecurrentState{state.h, state.c});
+  return {std::move(next), context, weights};
+}
+
+Variable RnnLayers::additive_readout(const Variable& s, const Variable& context,
+                                     const Variable& y) {
+  // The output reads [s_t; c_t; y_{t-1}].
+  return autograd::tanh(readout_.forward(autograd::concat({s, context, y}, -1)));
+}
+
 RnnStepResult RnnLayers::step(const Variable& y, const RnnDecoderVars& state,
                               const RnnMemory& memory, bool want_weights) {
   const nn::RecurrentState s{state.h, state.c};
@@ -186,12 +202,10 @@ RnnStepResult RnnLayers::step(const Variable& y, const RnnDecoderVars& state,
     next = decoder_.step(y, s);
     r.readout = readout_.forward(next.h.back());
   } else if (config_.attention == AttentionKind::Additive) {
-    // Bahdanau: the context is scored from the previous state s_{t-1} and feeds the cell
-    // (eq. 4: s_t = f(s_{t-1}, y_{t-1}, c_t)); the output reads [s_t; c_t; y_{t-1}].
-    auto [context, weights] = additive_attend(state.h.back(), memory);
-    next = decoder_.step(autograd::concat({y, context}, -1), s);
-    r.readout = autograd::tanh(readout_.forward(autograd::concat({next.h.back(), context, y}, -1)));
-    if (want_weights) r.weights = weights;
+    AdditiveStep a = additive_recur(y, state, memory);
+    r.readout = additive_readout(a.next.h.back(), a.context, y);
+    if (want_weights) r.weights = a.weights;
+    next = std::move(a.next);
   } else {
     // Luong: attend from the new top state h_t (sec. 3.1); input feeding (sec. 3.3) joins
     // h̃_{t-1} to the input.
@@ -224,8 +238,22 @@ Variable RnnLayers::decode_sequence(const Tensor& tgt_in, std::span<const int64_
     return readout_.forward(luong_attend(h, memory, false).first);
   }
   RnnDecoderVars state = initial;
-  std::vector<Variable> readouts;
   const int64_t steps = tgt_in.dim(1);
+  if (config_.attention == AttentionKind::Additive) {
+    // Only the recurrence is sequential: the readout of every step runs after the loop as
+    // one [B·Tt, 3H + E] x [3H + E, E] product instead of Tt small ones (and its weight
+    // gradient as one product over all steps).
+    std::vector<Variable> states, contexts;
+    for (int64_t t = 0; t < steps; ++t) {
+      AdditiveStep a = additive_recur(autograd::select(y, 1, t), state, memory);
+      states.push_back(a.next.h.back());
+      contexts.push_back(a.context);
+      state.h = std::move(a.next.h);
+      state.c = std::move(a.next.c);
+    }
+    return additive_readout(autograd::stack(states, 1), autograd::stack(contexts, 1), y);
+  }
+  std::vector<Variable> readouts;
   for (int64_t t = 0; t < steps; ++t) {
     RnnStepResult r = step(autograd::select(y, 1, t), state, memory, false);
     readouts.push_back(r.readout);

@@ -88,6 +88,17 @@ class RnnLayers {
   // a = softmax(e) over the real tokens, c_t = Σ_j a_j h_j. s [B, H] -> (c [B, 2H],
   // a [B, 1, Ts]).
   std::pair<Variable, Variable> additive_attend(const Variable& s, const RnnMemory& memory) const;
+  // One Bahdanau step split in two, so that teacher forcing can run the readout once over
+  // all steps: the recurrence (attend from s_{t-1}, then the cell on [y; c]), and the
+  // readout tanh(W [s_t; c_t; y_{t-1}] + b), which works on [B, X] and on [B, Tt, X] alike.
+  struct AdditiveStep {
+    nn::RecurrentState next;
+    Variable context;  // [B, 2H]
+    Variable weights;  // [B, 1, Ts]
+  };
+  AdditiveStep additive_recur(const Variable& y, const RnnDecoderVars& state,
+                              const RnnMemory& memory);
+  Variable additive_readout(const Variable& s, const Variable& context, const Variable& y);
 
   ModelConfig config_;
   TokenTables tables_;
