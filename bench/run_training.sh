@@ -161,7 +161,7 @@ if os.path.exists(f"{tmp}/fma.json"):
         name = b.get("run_name", b["name"])
         if name.startswith("BM_FmaPeak/") and b.get("aggregate_name", "median") == "median":
             fma[name.split("threads:")[1].split("/")[0]] = b["GFLOP/s"]
-models = sorted({name.split(":thr=")[0] for name in qkv}, key=list(qkv).index)
+models = list(dict.fromkeys(name.split(":thr=")[0] for name in qkv))  # first-seen order
 flops = {m: statistics.mean(update_flops(*map(int, s), m) for s in shapes) for m in models}
 print("\nFLOPs per update (bench/training_flops.py: matrix products on the padded shapes, "
       "backward = 2x forward; the batches' mean): " +
