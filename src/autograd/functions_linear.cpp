@@ -7,6 +7,7 @@
 #include "qkv/autograd/packed_weights.h"
 #include "qkv/ops/broadcast.h"
 #include "qkv/ops/elementwise.h"
+#include "qkv/ops/matmul.h"
 #include "qkv/ops/reduce.h"
 #include "qkv/ops/sequence.h"
 #include "qkv/ops/shape_ops.h"

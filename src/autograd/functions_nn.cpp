@@ -162,10 +162,14 @@ Variable scaled_dot_attention(const Variable& q, const Variable& k, const Variab
 Variable additive_scores(const Variable& qp, const Variable& kp, const Variable& v) {
   return detail::record(kAdditiveScores, ops::additive_scores(qp.value(), kp.value(), v.value()),
                         {qp, kp, v}, [qp, kp, v](const Tensor& dy) {
-                          ops::AdditiveScoresGradients g =
-                              ops::additive_scores_backward(dy, qp.value(), kp.value(), v.value());
+                          // kp straight into its gradient: a decoder reads the same keys at
+                          // every step (no temporary, no extra pass per step).
+                          ops::GradTarget dkp = detail::grad_slot(kp);
+                          ops::AdditiveScoresGradients g = ops::additive_scores_backward(
+                              dy, qp.value(), kp.value(), v.value(), dkp);
+                          g.dkp = Tensor();  // shares dkp's storage: drop it so kp adopts
+                          detail::fill(kp, std::move(dkp));
                           accumulate(qp, std::move(g.dqp));
-                          accumulate(kp, std::move(g.dkp));
                           accumulate(v, std::move(g.dv));
                         });
 }

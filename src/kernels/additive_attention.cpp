@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/detail/parallel_rows.h"
 
@@ -92,6 +93,14 @@ HWY_INLINE void ScaleByV(const float* v, float* x, int64_t n) {
   });
 }
 
+// y += v ⊙ x over [0, n): the product rounded first, as in ScaleByV then an addition.
+HWY_INLINE void AddScaledByV(const float* v, const float* x, float* y, int64_t n) {
+  ForSpans(n, [&](auto d, int64_t c) {
+    const auto p = hn::Mul(hn::LoadU(d, x + c), hn::LoadU(d, v + c));
+    hn::StoreU(hn::Add(hn::LoadU(d, y + c), p), d, y + c);
+  });
+}
+
 void BackwardImpl(const AdditiveScoreSpec& s, const float* qp, const float* kp, const float* v,
                   const float* ds, AdditiveScoreGrads<float> g) {
   const int64_t a_n = s.hidden;
@@ -111,18 +120,23 @@ void BackwardImpl(const AdditiveScoreSpec& s, const float* qp, const float* kp, 
       ScaleByV(v, w, a_n);
     }
   });
-  // Pass 2: keys -> dkp (column j of ds, strided by tk).
+  // Pass 2: keys -> dkp (column j of ds, strided by tk); with add_dkp each key's sum is
+  // made in a scratch row, then dkp += v ⊙ sum.
   detail::parallel_rows(s.batch * s.tk, s.tq * a_n, kGrain, [&](int64_t c0, int64_t c1) {
+    std::vector<float> scratch(g.add_dkp ? size_t(a_n) : 0);
     for (int64_t c = c0; c < c1; ++c) {
       const int64_t b = c / s.tk, j = c % s.tk;
-      float* z = g.dkp + c * a_n;
+      float* z = g.add_dkp ? scratch.data() : g.dkp + c * a_n;
       std::fill(z, z + a_n, 0.0f);
       for (int64_t i = 0; i < s.tq; ++i) {
         const int64_t r = b * s.tq + i;
         const float dsij = ds[r * s.tk + j];
         if (dsij != 0.0f) AccumulatePair(qp + r * a_n, kp + c * a_n, dsij, z, nullptr, a_n);
       }
-      ScaleByV(v, z, a_n);
+      if (g.add_dkp)
+        AddScaledByV(v, z, g.dkp + c * a_n, a_n);
+      else
+        ScaleByV(v, z, a_n);
     }
   });
   // dv = Σ_r dv_rows[r], rows in order: deterministic for any thread count.
@@ -159,8 +173,9 @@ void additive_scores_backward(const AdditiveScoreSpec& spec, const float* qp, co
   if (spec.batch <= 0 || spec.tq <= 0 || spec.tk <= 0) {
     std::fill(grads.dqp, grads.dqp + std::max<int64_t>(spec.batch * spec.tq, 0) * spec.hidden,
               0.0f);
-    std::fill(grads.dkp, grads.dkp + std::max<int64_t>(spec.batch * spec.tk, 0) * spec.hidden,
-              0.0f);
+    if (!grads.add_dkp)
+      std::fill(grads.dkp, grads.dkp + std::max<int64_t>(spec.batch * spec.tk, 0) * spec.hidden,
+                0.0f);
     return;
   }
   HWY_DYNAMIC_DISPATCH(BackwardImpl)(spec, qp, kp, v, dscores, grads);

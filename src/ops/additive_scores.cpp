@@ -42,20 +42,27 @@ Tensor additive_scores(const TensorView& qp, const TensorView& kp, const TensorV
 
 AdditiveScoresGradients additive_scores_backward(const TensorView& dscores, const TensorView& qp,
                                                  const TensorView& kp, const TensorView& v) {
+  return additive_scores_backward(dscores, qp, kp, v, GradTarget{});
+}
+
+AdditiveScoresGradients additive_scores_backward(const TensorView& dscores, const TensorView& qp,
+                                                 const TensorView& kp, const TensorView& v,
+                                                 const GradTarget& dkp) {
   constexpr std::string_view op = "additive_scores_backward";
   const kernels::AdditiveScoreSpec s = check_inputs(op, qp, kp, v);
   detail::check_same_dtype(op, qp, dscores);
   QKV_CHECK(dscores.shape() == Shape({s.batch, s.tq, s.tk}), ShapeError, op, ": dscores ",
             describe(dscores), " should be ", Shape({s.batch, s.tq, s.tk}));
+  detail::check_grad_target(op, "dkp", dkp, kp);
   const detail::ContiguousInput cd(dscores), cq(qp), ck(kp), cv(v);
   AdditiveScoresGradients g{Tensor::empty(qp.shape(), qp.dtype()),
-                            Tensor::empty(kp.shape(), qp.dtype()),
+                            dkp.grad.defined() ? dkp.grad : Tensor::empty(kp.shape(), qp.dtype()),
                             Tensor::empty(v.shape(), qp.dtype())};
   // Per-query partial sums of dv, added in row order (determinism without atomics).
   Tensor dv_rows = Tensor::empty(qp.shape(), qp.dtype());
   detail::visit_dtype(qp.dtype(), [&]<class T>() {
     const kernels::AdditiveScoreGrads<T> grads{g.dqp.data<T>(), g.dkp.data<T>(), g.dv.data<T>(),
-                                               dv_rows.data<T>()};
+                                               dv_rows.data<T>(), dkp.grad.defined() && dkp.add};
     if constexpr (std::is_same_v<T, float>)
       kernels::additive_scores_backward(s, cq.data<T>(), ck.data<T>(), cv.data<T>(), cd.data<T>(),
                                         grads);

@@ -85,18 +85,6 @@ MatmulGrads matmul_backward(const TensorView& dy, const TensorView& a, const Ten
   return g;
 }
 
-namespace {
-void check_target(std::string_view name, const GradTarget& t, const TensorView& operand) {
-  if (!t.grad.defined()) return;
-  QKV_CHECK(t.grad.shape() == operand.shape(), ShapeError, "matmul_backward_into: ", name, " ",
-            describe(t.grad), " does not match operand ", describe(operand));
-  QKV_CHECK(t.grad.dtype() == operand.dtype(), ValueError, "matmul_backward_into: ", name, " ",
-            describe(t.grad), " does not match operand ", describe(operand));
-  QKV_CHECK(t.grad.is_contiguous(), ValueError, "matmul_backward_into: ", name, " ",
-            describe(t.grad), " is not contiguous");
-}
-}  // namespace
-
 void matmul_backward_into(const TensorView& dy, const TensorView& a, const TensorView& b,
                           const MatmulOptions& options, const GradTarget& da,
                           const GradTarget& db) {
@@ -104,8 +92,8 @@ void matmul_backward_into(const TensorView& dy, const TensorView& a, const Tenso
   QKV_CHECK(dy.shape() == output_shape(a, d), ShapeError, "matmul_backward: dy ", describe(dy),
             " does not match the product of ", describe(a), " x ", describe(b));
   detail::check_same_dtype("matmul_backward", dy, a);
-  check_target("da", da, a);
-  check_target("db", db, b);
+  detail::check_grad_target("matmul_backward_into", "da", da, a);
+  detail::check_grad_target("matmul_backward_into", "db", db, b);
   const detail::ContiguousInput cdy(dy), ca(a), cb(b);
   const bool ta = options.transpose_a, tb = options.transpose_b;
   detail::visit_dtype(a.dtype(), [&]<class T>() {

@@ -7,7 +7,7 @@
 
 #include "qkv/autograd/registry.h"
 #include "qkv/autograd/variable.h"
-#include "qkv/ops/matmul.h"
+#include "qkv/ops/grad_target.h"
 
 namespace qkv::autograd::detail {
 

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "qkv/autograd/functions.h"
+#include "qkv/ops/additive_scores.h"
 #include "qkv/ops/elementwise.h"
 #include "qkv/ops/matmul.h"
 #include "qkv/testing/tensors.h"
@@ -83,6 +84,22 @@ TEST(Tape, MatmulAddsIntoGradientsItsOperandsAlreadyHave) {
   const Tensor want_bound = ops::add(ops::matmul_backward(ones(y4), x1.value(), bound.value()).db,
                                      ops::matmul_backward(ones(y5), x2.value(), bound.value()).db);
   EXPECT_TRUE(qkv::testing::all_close(grads, want_bound, 1e-12, 1e-12));
+}
+
+// additive_scores adds the keys' gradient into the one kp already has (a decoder reads the
+// same projected keys at every step).
+TEST(Tape, AdditiveScoresAddsIntoTheKeysGradient) {
+  const Variable q1 = leaf({2, 1, 4}, 9), q2 = leaf({2, 1, 4}, 10), kp = leaf({2, 3, 4}, 11),
+                 v = leaf({4}, 12);
+  const Variable s1 = additive_scores(q1, kp, v), s2 = additive_scores(q2, kp, v);
+  backward(add(sum(s1), sum(s2)));
+  const auto ones = [](const Variable& y) {
+    return Tensor::full(y.value().shape(), 1.0, DType::F64);
+  };
+  const Tensor want =
+      ops::add(ops::additive_scores_backward(ones(s1), q1.value(), kp.value(), v.value()).dkp,
+               ops::additive_scores_backward(ones(s2), q2.value(), kp.value(), v.value()).dkp);
+  EXPECT_TRUE(qkv::testing::all_close(kp.grad(), want, 1e-12, 1e-12));
 }
 
 TEST(Tape, BackwardClearsTheTapeAndSkipsUnrelatedEntries) {

@@ -116,6 +116,35 @@ TEST(AdditiveAttention, SaturatedInputsStayFinite) {
   });
 }
 
+// add_dkp: the keys' gradient is added to what dkp holds (a decoder reads the same keys at
+// every step); dqp and dv are unaffected. The reference adds its fresh gradient exactly;
+// the kernel may fuse v ⊙ sum into the addition (one rounding less), so within an ulp.
+TEST(AdditiveAttention, AddIntoDkpAddsTheFreshGradient) {
+  const Inputs in = make_inputs({3, 1, 37, 65}, seed_for(8));
+  const AdditiveScoreSpec& s = in.spec;
+  const std::vector<float> before = random_floats(in.kp.size(), seed_for(9), -1, 1);
+  for_each_simd_target([&](const SimdTarget&) {
+    const Outputs fresh = run_kernel(in);
+    std::vector<float> dqp(in.qp.size()), dkp = before, dv(size_t(s.hidden)), scratch(in.qp.size());
+    additive_scores_backward(s, in.qp.data(), in.kp.data(), in.v.data(), in.ds.data(),
+                             {dqp.data(), dkp.data(), dv.data(), scratch.data(), true});
+    std::vector<float> want(before.size());
+    for (size_t n = 0; n < want.size(); ++n) want[n] = before[n] + fresh.dkp[n];
+    EXPECT_TRUE(all_close(dkp, want, {0, 2 * kEps, 2}));
+    EXPECT_TRUE(bitwise_equal(dqp, fresh.dqp));
+    EXPECT_TRUE(bitwise_equal(dv, fresh.dv));
+  });
+  const auto qp = to_double(in.qp), kp = to_double(in.kp), v = to_double(in.v),
+             ds = to_double(in.ds);
+  std::vector<double> dqp(qp.size()), fresh(kp.size()), dv(v.size()), scratch(qp.size());
+  ref::additive_scores_backward(s, qp.data(), kp.data(), v.data(), ds.data(),
+                                {dqp.data(), fresh.data(), dv.data(), scratch.data()});
+  std::vector<double> added = to_double(before);
+  ref::additive_scores_backward(s, qp.data(), kp.data(), v.data(), ds.data(),
+                                {dqp.data(), added.data(), dv.data(), scratch.data(), true});
+  for (size_t n = 0; n < added.size(); ++n) ASSERT_EQ(added[n], double(before[n]) + fresh[n]);
+}
+
 TEST(AdditiveAttention, BitwiseIdenticalForOneAndTwoThreads) {
   const Inputs in = make_inputs({3, 70, 50, 96}, seed_for(7));
   const int saved = num_threads();

@@ -26,6 +26,17 @@ void check_not_empty(std::string_view op, std::string_view name, const TensorVie
   QKV_CHECK(t.numel() > 0, ShapeError, op, ": ", name, " ", describe(t), " is empty");
 }
 
+void check_grad_target(std::string_view op, std::string_view name, const GradTarget& t,
+                       const TensorView& operand) {
+  if (!t.grad.defined()) return;
+  QKV_CHECK(t.grad.shape() == operand.shape(), ShapeError, op, ": ", name, " ", describe(t.grad),
+            " does not match operand ", describe(operand));
+  QKV_CHECK(t.grad.dtype() == operand.dtype(), ValueError, op, ": ", name, " ", describe(t.grad),
+            " does not match operand ", describe(operand));
+  QKV_CHECK(t.grad.is_contiguous(), ValueError, op, ": ", name, " ", describe(t.grad),
+            " is not contiguous");
+}
+
 void check_min_rank(std::string_view op, std::string_view name, const TensorView& t, int min_rank) {
   QKV_CHECK(t.rank() >= min_rank, ShapeError, op, ": ", name, " ", describe(t),
             " needs rank >= ", min_rank);

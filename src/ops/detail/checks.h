@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "qkv/base/error.h"
+#include "qkv/ops/grad_target.h"
 #include "qkv/tensor/tensor.h"
 
 namespace qkv::ops::detail {
@@ -36,6 +37,10 @@ void check_same_shape(std::string_view op, const TensorView& a, const TensorView
 void check_not_empty(std::string_view op, std::string_view name, const TensorView& t);
 // ShapeError unless t.rank() >= min_rank.
 void check_min_rank(std::string_view op, std::string_view name, const TensorView& t, int min_rank);
+// For a defined target: ShapeError / ValueError unless it matches `operand`'s shape / dtype,
+// ValueError unless it is contiguous.
+void check_grad_target(std::string_view op, std::string_view name, const GradTarget& target,
+                       const TensorView& operand);
 
 // Calls fn.template operator()<float>() or <double>() for the dtype: F32 runs the fast
 // kernels, F64 the reference twins (see kernel_select.h).

@@ -1,4 +1,5 @@
 // Values and laws the ops promise beyond matching the kernels.
+#include "qkv/ops/additive_scores.h"
 #include "qkv/ops/broadcast.h"
 #include "qkv/ops/cross_entropy.h"
 #include "qkv/ops/dropout.h"
@@ -74,6 +75,27 @@ TEST(OpsBehaviour, MatmulBackwardIntoRejectsTargetsThatDoNotFit) {
   EXPECT_TRUE(throws_with<ValueError>(
       [&] { ops::matmul_backward_into(dy, a, b, {}, {}, {wide.transpose(0, 1)}); },
       {"not contiguous"}));
+}
+
+TEST(OpsBehaviour, AdditiveScoresBackwardWritesOrAddsTheKeysGradient) {
+  const Tensor qp = random_tensor({2, 1, 6}, DType::F64, 1),
+               kp = random_tensor({2, 5, 6}, DType::F64, 2), v = random_tensor({6}, DType::F64, 3),
+               ds = random_tensor({2, 1, 5}, DType::F64, 4);
+  const ops::AdditiveScoresGradients want = ops::additive_scores_backward(ds, qp, kp, v);
+  const Tensor into = Tensor::full(kp.shape(), 7.0, DType::F64);
+  const ops::AdditiveScoresGradients wrote = ops::additive_scores_backward(ds, qp, kp, v, {into});
+  EXPECT_TRUE(bitwise_equal(into, want.dkp));
+  EXPECT_EQ(wrote.dkp.data<double>(), into.data<double>());  // the caller's storage
+  EXPECT_TRUE(bitwise_equal(wrote.dqp, want.dqp));
+  EXPECT_TRUE(bitwise_equal(wrote.dv, want.dv));
+  const Tensor before = random_tensor(kp.shape(), DType::F64, 5), sum = before.clone();
+  ops::additive_scores_backward(ds, qp, kp, v, {sum, true});
+  EXPECT_TRUE(bitwise_equal(sum, ops::add(before, want.dkp)));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [&] {
+        ops::additive_scores_backward(ds, qp, kp, v, {Tensor::zeros({2, 6, 5}, DType::F64)});
+      },
+      {"additive_scores_backward", "dkp f64[2, 6, 5]", "operand f64[2, 5, 6]"}));
 }
 
 TEST(OpsBehaviour, CrossEntropyAllIgnoredGivesZeroLossAndGradient) {

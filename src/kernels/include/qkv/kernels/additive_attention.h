@@ -17,8 +17,9 @@ namespace qkv::kernels {
 void additive_scores_forward(const AdditiveScoreSpec& spec, const float* qp, const float* kp,
                              const float* v, float* scores) noexcept;
 
-// dscores [batch,tq,tk] -> grads.dqp, grads.dkp, grads.dv (overwritten); grads.dv_rows
-// is scratch. Pairs with dscores == 0 (masked keys) are skipped.
+// dscores [batch,tq,tk] -> grads.dqp, grads.dkp, grads.dv (overwritten; dkp added to with
+// grads.add_dkp); grads.dv_rows is scratch. Pairs with dscores == 0 (masked keys) are
+// skipped.
 void additive_scores_backward(const AdditiveScoreSpec& spec, const float* qp, const float* kp,
                               const float* v, const float* dscores,
                               AdditiveScoreGrads<float> grads) noexcept;

@@ -5,6 +5,7 @@
 // F32 runs the SIMD kernel, F64 its scalar reference twin. Strided inputs are staged.
 #pragma once
 
+#include "qkv/ops/grad_target.h"
 #include "qkv/tensor/tensor.h"
 
 namespace qkv::ops {
@@ -22,5 +23,12 @@ struct AdditiveScoresGradients {
 // dscores [B, Tq, Tk] -> gradients of qp, kp, v.
 AdditiveScoresGradients additive_scores_backward(const TensorView& dscores, const TensorView& qp,
                                                  const TensorView& kp, const TensorView& v);
+// The same with kp's gradient written into (or, with dkp.add, added to) caller storage
+// (grad_target.h), which the result's dkp then shares: a decoder attends to the same keys
+// at every step. An undefined dkp.grad allocates as above. Also throws ShapeError /
+// ValueError for a target that does not fit kp (shape, dtype, contiguity).
+AdditiveScoresGradients additive_scores_backward(const TensorView& dscores, const TensorView& qp,
+                                                 const TensorView& kp, const TensorView& v,
+                                                 const GradTarget& dkp);
 
 }  // namespace qkv::ops

@@ -4,6 +4,7 @@
 // for any thread count); F64 runs the reference triple loop (gradient checks).
 #pragma once
 
+#include "qkv/ops/grad_target.h"
 #include "qkv/tensor/tensor.h"
 
 namespace qkv::ops {
@@ -30,17 +31,8 @@ struct MatmulGrads {
 MatmulGrads matmul_backward(const TensorView& dy, const TensorView& a, const TensorView& b,
                             const MatmulOptions& options = {});
 
-// Where matmul_backward_into writes each gradient: `grad` (contiguous, shaped like the
-// operand, same dtype) receives it, or has it added (`add`: the product runs with beta 1,
-// so a gradient that accumulates over many uses -- a weight applied at every decoder
-// step, the attention memory read at every step -- needs no temporary and no second
-// pass). An undefined `grad` skips that product (the operand needs no gradient).
-struct GradTarget {
-  Tensor grad;
-  bool add = false;
-};
-
-// matmul_backward into caller storage. Throws like matmul_backward, and ShapeError /
+// matmul_backward into caller storage (grad_target.h); an undefined target skips that
+// product (the operand needs no gradient). Throws like matmul_backward, and ShapeError /
 // ValueError when a defined target does not match its operand (shape / dtype) or is not
 // contiguous (ValueError).
 void matmul_backward_into(const TensorView& dy, const TensorView& a, const TensorView& b,

@@ -3,8 +3,10 @@
 // path of ops::additive_scores and the oracle the SIMD kernel is tested against).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 namespace qkv::kernels {
 
@@ -24,6 +26,10 @@ struct AdditiveScoreGrads {
   T* dkp;      // [batch, tk, hidden]
   T* dv;       // [hidden]
   T* dv_rows;  // caller scratch [batch·tq, hidden] (per-query partial sums of dv)
+  // dkp += the keys' gradient instead of dkp = it: a decoder attends to the same keys at
+  // every step, and adding here saves a temporary and a pass over [batch, tk, hidden]
+  // per step. Each element becomes dkp + (its fresh gradient), as an add after the fact.
+  bool add_dkp = false;
 };
 
 namespace ref {
@@ -44,11 +50,22 @@ void additive_scores_forward(const AdditiveScoreSpec& s, const T* qp, const T* k
       }
 }
 
-// dscores [batch,tq,tk] -> dqp, dkp, dv (overwritten). With t = tanh(qp_i + kp_j):
+// dscores [batch,tq,tk] -> dqp, dkp, dv (overwritten; dkp added to with g.add_dkp). With
+// t = tanh(qp_i + kp_j):
 //   dqp_i = v ⊙ Σ_j ds_ij (1 − t²),  dkp_j = v ⊙ Σ_i ds_ij (1 − t²),  dv = Σ_ij ds_ij t.
 template <class T>
 void additive_scores_backward(const AdditiveScoreSpec& s, const T* qp, const T* kp, const T* v,
-                              const T* dscores, AdditiveScoreGrads<T> g) noexcept {
+                              const T* dscores, AdditiveScoreGrads<T> g) {
+  if (g.add_dkp) {
+    // The fresh gradient first, then one addition per element (the contract above).
+    std::vector<T> fresh(size_t(std::max<int64_t>(s.batch * s.tk * s.hidden, 0)));
+    AdditiveScoreGrads<T> once = g;
+    once.dkp = fresh.data();
+    once.add_dkp = false;
+    additive_scores_backward(s, qp, kp, v, dscores, once);
+    for (size_t n = 0; n < fresh.size(); ++n) g.dkp[n] = T(g.dkp[n] + fresh[n]);
+    return;
+  }
   const int64_t a_n = s.hidden;
   for (int64_t a = 0; a < a_n; ++a) g.dv[a] = T(0);
   for (int64_t n = 0; n < s.batch * s.tq * a_n; ++n) g.dqp[n] = T(0);
