@@ -21,6 +21,8 @@
 #   VALID_FREQ=100        updates between validations
 #   VOCAB=8000            joint vocabulary size
 #   SRC=en TGT=de         language suffixes of the corpus files
+#   SKIP_INVALID=0        1: skip (and count) lines the loaders reject (WMT's training
+#                         files hold a few control characters) instead of stopping
 # Afterwards OUT/chart.svg and OUT/summary.txt (scripts/time_to_quality_chart.py).
 # Wants an otherwise idle 2-core machine: the two trainings take both cores.
 set -euo pipefail
@@ -33,6 +35,8 @@ valid_freq=${VALID_FREQ:-100}
 vocab_size=${VOCAB:-8000}
 src=${SRC:-en}
 tgt=${TGT:-de}
+skip=()
+[[ ${SKIP_INVALID:-0} == 1 ]] && skip=(--skip-invalid)
 
 [[ -x $build/tools/qkv/qkv ]] || { echo "no $build/tools/qkv/qkv: run cmake --workflow --preset release first" >&2; exit 1; }
 for f in "train.$src.gz" "train.$tgt.gz" "val.$src.gz" "val.$tgt.gz"; do
@@ -46,7 +50,7 @@ train=("$data/train.$src.gz" "$data/train.$tgt.gz")
 valid=("$data/val.$src.gz" "$data/val.$tgt.gz")
 
 [[ -f $out/vocab.spm ]] || "$qkv" vocab --train-sets "${train[@]}" --vocab-size "$vocab_size" \
-  --output "$out/vocab.spm"
+  --output "$out/vocab.spm" "${skip[@]}"
 
 # The trainer stops on wall time, which includes validating: give it room, the chart
 # cuts every curve at TRAIN_MINUTES of training time.
@@ -58,7 +62,7 @@ run() {  # name core flags...
   taskset -c "$core" "$qkv" train --model "$out/$name" --train-sets "${train[@]}" \
     --valid-sets "${valid[@]}" --vocab "$out/vocab.spm" --threads 1 \
     --after "${wall_minutes}m" --valid-freq "$valid_freq" --early-stopping 0 \
-    --save-freq 1000 --disp-freq 100 --disp-seconds 0 "$@" > "$out/$name.log" 2>&1
+    --save-freq 1000 --disp-freq 100 --disp-seconds 0 "${skip[@]}" "$@" > "$out/$name.log" 2>&1
 }
 echo "$(date -u +%FT%TZ) training rnn:additive and transformer, ${minutes} min each ($out)"
 run rnn-additive 0 --type rnn --attention additive &
