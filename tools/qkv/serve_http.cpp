@@ -8,6 +8,7 @@
 #include <chrono>
 #include <csignal>
 #include <iostream>
+#include <string>
 #include <thread>
 
 #include "qkv/base/error.h"
@@ -116,7 +117,10 @@ void serve_http(serve::Service& service, const HttpOptions& options) {
   QKV_CHECK(port > 0, IoError, "--host ", options.host, " --port ", options.port,
             ": cannot listen there (in use, or not an address of this machine); pick another "
             "--port, or 0 for any free one");
-  std::cerr << "qkv serve: listening on http://" << options.host << ":" << port << std::endl;
+  // One write: clients (and tests) wait for this line and read the port from it.
+  std::cerr << ("qkv serve: listening on http://" + options.host + ":" + std::to_string(port) +
+                "\n")
+            << std::flush;
   install_stop_handlers();
   std::atomic<bool> done{false}, signalled{false};
   std::thread watcher([&] { watch_signals(http, service, done, signalled); });

@@ -62,14 +62,15 @@ class Server:
     """`qkv serve` on 127.0.0.1 and a free port; stop() sends SIGTERM and returns the exit code."""
 
     def __init__(self, *flags):
-        self.log = tempfile.TemporaryFile(mode="w+")
+        # The server writes through the same open file; reading with pread never moves the
+        # offset it writes at (a seek would make its next lines overwrite the first ones).
+        self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([QKV, "serve", "--port", "0", *flags], stdout=subprocess.DEVNULL,
                                      stderr=self.log, text=True)
         deadline = time.monotonic() + START_TIMEOUT
         self.port = None
         while self.port is None:
-            self.log.seek(0)
-            match = re.search(r"listening on http://127\.0\.0\.1:(\d+)", self.log.read())
+            match = re.search(r"listening on http://127\.0\.0\.1:(\d+)\n", self.stderr())
             if match:
                 self.port = int(match.group(1))
             elif self.proc.poll() is not None or time.monotonic() > deadline:
@@ -79,8 +80,8 @@ class Server:
                 time.sleep(0.05)
 
     def stderr(self):
-        self.log.seek(0)
-        return self.log.read()
+        fd = self.log.fileno()
+        return os.pread(fd, os.fstat(fd).st_size, 0).decode("utf-8", errors="replace")
 
     def connection(self):
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=REQUEST_TIMEOUT)
