@@ -104,7 +104,12 @@ else:
 print(f"allocator: {'glibc defaults on both sides (COLD_ALLOC=1)' if cold == '1' else 'mallopt(no mmap, no trim) on both sides'}")
 batches = open(f"{tmp}/batches.txt").read().split("\n")
 shapes = [l.split()[1:] for l in batches if l.startswith("batch ")]
-print(f"batches: {batches[1]}; [B, Ts, Tt] = " + " ".join("[" + ", ".join(s) + "]" for s in shapes))
+# Each batch's real target tokens (incl. EOS): its header is followed by the source
+# lengths, then the target lengths.
+real_targets = [sum(map(int, batches[i + 2].split())) for i, l in enumerate(batches) if l.startswith("batch ")]
+padding = 1 - sum(real_targets) / sum(int(b) * int(tt) for b, _, tt in shapes)
+print(f"batches: {batches[1]}; [B, Ts, Tt] = " + " ".join("[" + ", ".join(s) + "]" for s in shapes) +
+      f"; {100 * padding:.0f}% of the target positions are padding (no length bucketing)")
 print_env_and_load(f"{warmup} warm-up update(s), then {reps.split('/')[0]} (2 threads) / "
                    f"{reps.split('/')[1]} (1 thread) windows of {updates} update(s), medians",
                    secs, load0, load1, cpu0, cpu1)
@@ -163,9 +168,15 @@ if os.path.exists(f"{tmp}/fma.json"):
             fma[name.split("threads:")[1].split("/")[0]] = b["GFLOP/s"]
 models = list(dict.fromkeys(name.split(":thr=")[0] for name in qkv))  # first-seen order
 flops = {m: statistics.mean(update_flops(*map(int, s), m) for s in shapes) for m in models}
+# qkv's output projection computes the real target rows only (padded ones are ignored by
+# the loss); its rates count the products it performs.
+qkv_flops = {m: statistics.mean(update_flops(*map(int, s), m, n) for s, n in zip(shapes, real_targets))
+             for m in models}
 print("\nFLOPs per update (bench/training_flops.py: matrix products on the padded shapes, "
       "backward = 2x forward; the batches' mean): " +
-      ", ".join(f"{m} {flops[m] / 1e9:.1f} GFLOP" for m in models))
+      ", ".join(f"{m} {flops[m] / 1e9:.1f} GFLOP" for m in models) +
+      "; qkv skips the output projection's padded target rows: " +
+      ", ".join(f"{m} {qkv_flops[m] / 1e9:.1f} GFLOP" for m in models))
 if fma:
     print("FMA peak measured in this run (qkv_bench_kernels BM_FmaPeak, median of 3): " +
           ", ".join(f"{fma[t]:.0f} GFLOP/s at {t} thread{'s' if t != '1' else ''}" for t in sorted(fma)))
@@ -173,13 +184,15 @@ for name, r in qkv.items():
     if "s_per_update" not in r: continue
     model, t = name.split(":thr=")
     p = torch.get(name, {})
-    rate = lambda x: flops[model] / x["s_per_update"] / 1e9
+    rate = lambda x, counted: counted[model] / x["s_per_update"] / 1e9
     share = lambda g: f" ({100 * g / fma[t]:.0f}% of peak)" if t in fma else ""
-    line = f"  {name:<18} qkv {rate(r):.0f} GFLOP/s{share(rate(r))}"
+    line = f"  {name:<18} qkv {rate(r, qkv_flops):.0f} GFLOP/s{share(rate(r, qkv_flops))}"
     if "s_per_update" in p:
-        line += f", torch {rate(p):.0f} GFLOP/s{share(rate(p))}"
+        line += f", torch {rate(p, flops):.0f} GFLOP/s{share(rate(p, flops))}"
         if t in fma:
-            need = lambda k: f"{k}x torch needs {k * rate(p):.0f} GFLOP/s ({100 * k * rate(p) / fma[t]:.0f}% of peak)"
+            # qkv's FLOPs in torch's time per update, k times faster.
+            need = lambda k: (f"{k}x torch needs {k * rate(p, qkv_flops):.0f} GFLOP/s "
+                              f"({100 * k * rate(p, qkv_flops) / fma[t]:.0f}% of peak)")
             line += f"; {need(1.5)}, {need(2)}"
     print(line)
 if mismatch:

@@ -3,7 +3,8 @@
 Used by run_training.sh to turn both sides' ms/update into GFLOP/s and a share of the
 FMA peak measured in the same run, and to say what a given speed-up over the peer
 would require of the machine. Counted on the padded shapes [B, Ts] / [B, Tt], which
-both sides compute (qkv skips fully masked attention tiles; the count does not), for
+both sides compute (qkv skips fully masked attention tiles; the count does not), except
+the output projection, which qkv computes for the real target rows only (output_rows), for
 the benchmark's Transformer (run_training.sh: d 256, 4 heads, 3 + 3 layers, FFN 1024,
 vocabulary 8000, tied output projection). Products only: 2 FLOPs per multiply-add;
 element-wise work (softmax, layer norm, Adam) is left out, so the share of peak is a
@@ -20,7 +21,7 @@ multiply-add per element) and context, the readout, and the output projection.
 D, FFN, LAYERS, VOCAB = 256, 1024, 3, 8000
 
 
-def forward_flops(b, ts, tt, d=D, ffn=FFN, layers=LAYERS, vocab=VOCAB):
+def forward_flops(b, ts, tt, d=D, ffn=FFN, layers=LAYERS, vocab=VOCAB, output_rows=None):
     """Forward products of one [B, Ts] / [B, Tt] batch.
 
     By hand for one token each side, d 2, FFN 4, one layer, vocabulary 3: encoder
@@ -44,7 +45,7 @@ def forward_flops(b, ts, tt, d=D, ffn=FFN, layers=LAYERS, vocab=VOCAB):
                         + 2 * nt * d * d + 2 * ns * d * 2 * d + 2 * nt * d * d       # cross Q, K+V, out
                         + 2 * 2 * b * tt * ts * d                                     # cross scores, context
                         + 2 * 2 * nt * d * ffn)
-    output = 2 * nt * d * vocab
+    output = 2 * (nt if output_rows is None else output_rows) * d * vocab
     return encoder + decoder + output
 
 
@@ -56,7 +57,7 @@ def gru_flops(rows, inputs, hidden):
     return 2 * rows * 3 * hidden * (inputs + hidden)
 
 
-def rnn_forward_flops(b, ts, tt, attention, e=D, h=D, vocab=VOCAB):
+def rnn_forward_flops(b, ts, tt, attention, e=D, h=D, vocab=VOCAB, output_rows=None):
     """Forward products of the benchmark's GRU model, attention "additive" or "none".
 
     By hand for one token each side, E = H = 1, vocabulary 2, no attention: encoder 2
@@ -73,7 +74,7 @@ def rnn_forward_flops(b, ts, tt, attention, e=D, h=D, vocab=VOCAB):
     ns, nt = b * ts, b * tt
     encoder = 2 * gru_flops(ns, e, h)
     bridge = 2 * b * 2 * h * h
-    output = 2 * nt * e * vocab
+    output = 2 * (nt if output_rows is None else output_rows) * e * vocab
     if attention == "none":
         return encoder + bridge + gru_flops(nt, e, h) + 2 * nt * h * e + output
     if attention != "additive":
@@ -88,16 +89,24 @@ def rnn_forward_flops(b, ts, tt, attention, e=D, h=D, vocab=VOCAB):
     return encoder + bridge + attend + decoder + readout + output
 
 
-def update_flops(b, ts, tt, model="transformer"):
+def update_flops(b, ts, tt, model="transformer", output_rows=None):
     """Forward + backward products of one update on a [B, Ts] / [B, Tt] batch of `model`
-    (a run_training.sh case: transformer, rnn-additive, rnn-none).
+    (a run_training.sh case: transformer, rnn-additive, rnn-none). `output_rows`: the
+    target rows the output projection computes, when fewer than B x Tt (qkv skips the
+    padded ones: their loss is ignored); None counts every row, as the peer computes.
     >>> update_flops(1, 1, 1, "rnn-none") == 3 * rnn_forward_flops(1, 1, 1, "none")
     True
+
+    One padded target row less saves 3 x 2 x E x V (E 256, V 8000):
+    >>> update_flops(2, 3, 5, "transformer") - update_flops(2, 3, 5, "transformer", 9)
+    12288000
+    >>> update_flops(2, 3, 5, "rnn-none") - update_flops(2, 3, 5, "rnn-none", 9)
+    12288000
     """
     if model == "transformer":
-        return 3 * forward_flops(b, ts, tt)
+        return 3 * forward_flops(b, ts, tt, output_rows=output_rows)
     if model.startswith("rnn-"):
-        return 3 * rnn_forward_flops(b, ts, tt, model[len("rnn-"):])
+        return 3 * rnn_forward_flops(b, ts, tt, model[len("rnn-"):], output_rows=output_rows)
     raise ValueError(f"model {model!r}: expected transformer, rnn-additive or rnn-none")
 
 

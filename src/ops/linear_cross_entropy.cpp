@@ -38,31 +38,39 @@ Dims checked_dims(const TensorView& hidden, const TensorView& weight, const Tens
   return {hidden.shape().rows(), hidden.dim(-1), weight.dim(0)};
 }
 
-// The raw pointers of one call, and its scratch: a chunk's logits and their gradient.
+// The raw pointers of one call, and its scratch. Only the counted rows (target not
+// ignore_index) are computed: `kept` lists them in order, and each chunk takes the next
+// `chunk` of them. A chunk whose rows lie next to each other in `h` is read in place;
+// otherwise its rows are gathered into `h_rows` and its dh rows scattered back.
 template <class T>
 struct Work {
   Dims d;
   const T* h;                      // [rows, E]
   const T* w;                      // [V, E]
   const T* b;                      // [V] or nullptr
-  const int32_t* ids;              // [rows]
+  const int64_t* kept;             // [counted]: the rows computed, ascending
+  int64_t counted;                 // how many
+  const int32_t* ids;              // [counted]: their targets
   kernels::CrossEntropySpec spec;  // rows set per chunk
-  T* row_loss;                     // [rows]
-  T* lse;                          // [rows]
+  T* row_loss;                     // [rows], ignored rows stay 0
+  T* chunk_loss;                   // [chunk]
+  T* lse;                          // [chunk]
   T* logits;                       // [chunk, V]
   T* grad;                         // [chunk, V]
   T* row_scale;                    // [chunk], 1 / counted
   T* bias_sum;                     // [V]
+  T* h_rows;                       // [chunk, E]: a gathered chunk's hidden rows
+  T* dh_rows;                      // [chunk, E]: and their gradient
 };
 
-// logits[n, V] = h[r0 : r0 + n] Wᵀ (+ b): the composed path's matmul, then add_bias.
+// logits[n, V] = h_c Wᵀ (+ b): the composed path's matmul, then add_bias.
 template <class T>
-void chunk_logits(const Work<T>& k, int64_t r0, int64_t n) {
+void chunk_logits(const Work<T>& k, const T* h_c, int64_t n) {
   kernels::GemmSpec s;
   s.trans_b = true;
   s.m = n, s.n = k.d.vocab, s.k = k.d.dim;
   s.lda = k.d.dim, s.ldb = k.d.dim, s.ldc = k.d.vocab;
-  kern::gemm(s, k.h + r0 * k.d.dim, k.w, k.logits);
+  kern::gemm(s, h_c, k.w, k.logits);
   if (!k.b) return;
   for (int64_t r = 0; r < n; ++r) {
     T* row = k.logits + r * k.d.vocab;
@@ -70,20 +78,20 @@ void chunk_logits(const Work<T>& k, int64_t r0, int64_t n) {
   }
 }
 
-// From the chunk's gradient G [n, V]: dh rows r0.. = G W, dW (+)= Gᵀ h, db += Σ_rows G.
+// From the chunk's gradient G [n, V]: dh_c = G W, dW (+)= Gᵀ h_c, db += Σ_rows G.
 template <class T>
-void chunk_gradients(const Work<T>& k, int64_t r0, int64_t n, T* dh, T* dw, T* db) {
+void chunk_gradients(const Work<T>& k, const T* h_c, int64_t n, bool first, T* dh_c, T* dw, T* db) {
   const int64_t E = k.d.dim, V = k.d.vocab;
   kernels::GemmSpec s;
   s.m = n, s.n = E, s.k = V;
   s.lda = V, s.ldb = E, s.ldc = E;
-  kern::gemm(s, k.grad, k.w, dh + r0 * E);
+  kern::gemm(s, k.grad, k.w, dh_c);
   kernels::GemmSpec t;
   t.trans_a = true;
   t.m = V, t.n = E, t.k = n;
   t.lda = V, t.ldb = E, t.ldc = E;
-  t.beta = r0 == 0 ? 0.0 : 1.0;  // the chunks add up in a fixed order
-  kern::gemm(t, k.grad, k.h + r0 * E, dw);
+  t.beta = first ? 0.0 : 1.0;  // the chunks add up in a fixed order
+  kern::gemm(t, k.grad, h_c, dw);
   if (!db) return;
   kern::sum_cols(k.grad, k.bias_sum, n, V);
   for (int64_t v = 0; v < V; ++v) db[v] += k.bias_sum[v];
@@ -91,18 +99,30 @@ void chunk_gradients(const Work<T>& k, int64_t r0, int64_t n, T* dh, T* dw, T* d
 
 template <class T>
 void run_chunks(const Work<T>& k, int64_t chunk, LinearCrossEntropyResult& r) {
+  const int64_t E = k.d.dim;
   T* dh = r.dhidden.defined() ? r.dhidden.data<T>() : nullptr;
   T* dw = r.dweight.defined() ? r.dweight.data<T>() : nullptr;
   T* db = r.dbias.defined() ? r.dbias.data<T>() : nullptr;
-  for (int64_t r0 = 0; r0 < k.d.rows; r0 += chunk) {
-    const int64_t n = std::min(chunk, k.d.rows - r0);
-    chunk_logits(k, r0, n);
+  for (int64_t c0 = 0; c0 < k.counted; c0 += chunk) {
+    const int64_t n = std::min(chunk, k.counted - c0);
+    const int64_t* rows = k.kept + c0;
+    const bool in_place = rows[n - 1] - rows[0] == n - 1;
+    const T* h_c = k.h + rows[0] * E;
+    if (!in_place) {
+      for (int64_t i = 0; i < n; ++i) std::copy_n(k.h + rows[i] * E, E, k.h_rows + i * E);
+      h_c = k.h_rows;
+    }
+    chunk_logits(k, h_c, n);
     kernels::CrossEntropySpec spec = k.spec;
     spec.rows = n;
-    kern::cross_entropy_forward(k.logits, k.ids + r0, k.row_loss + r0, k.lse + r0, spec);
+    kern::cross_entropy_forward(k.logits, k.ids + c0, k.chunk_loss, k.lse, spec);
+    for (int64_t i = 0; i < n; ++i) k.row_loss[rows[i]] = k.chunk_loss[i];
     if (!dh) continue;
-    kern::cross_entropy_backward(k.logits, k.ids + r0, k.lse + r0, k.row_scale, k.grad, spec);
-    chunk_gradients(k, r0, n, dh, dw, db);
+    kern::cross_entropy_backward(k.logits, k.ids + c0, k.lse, k.row_scale, k.grad, spec);
+    T* dh_c = in_place ? dh + rows[0] * E : k.dh_rows;
+    chunk_gradients(k, h_c, n, c0 == 0, dh_c, dw, db);
+    if (!in_place)
+      for (int64_t i = 0; i < n; ++i) std::copy_n(k.dh_rows + i * E, E, dh + rows[i] * E);
   }
 }
 
@@ -124,38 +144,58 @@ LinearCrossEntropyResult linear_cross_entropy(const TensorView& hidden, const Te
                                               : linear_cross_entropy_chunk_rows(d.vocab));
   const DType dt = hidden.dtype();
   LinearCrossEntropyResult r{Tensor::empty(Shape{}, dt)};
-  r.counted_rows = std::count_if(ids.begin(), ids.end(),
-                                 [&](int32_t t) { return t != options.loss.ignore_index; });
-  if (options.want_gradients) {
-    r.dhidden = Tensor::empty(hidden.shape(), dt);
-    r.dweight = Tensor::empty(weight.shape(), dt);
+  std::vector<int64_t> kept;
+  std::vector<int32_t> kept_ids;
+  for (int64_t i = 0; i < d.rows; ++i) {
+    if (ids[size_t(i)] == options.loss.ignore_index) continue;
+    kept.push_back(i);
+    kept_ids.push_back(ids[size_t(i)]);
+  }
+  r.counted_rows = int64_t(kept.size());
+  const bool grads = options.want_gradients;
+  if (grads) {
+    // Ignored rows are never computed: their gradient is 0 (a pad row's hidden state,
+    // whatever it holds, never reaches dW).
+    r.dhidden = Tensor::zeros(hidden.shape(), dt);
+    // No counted row: no chunk writes dW.
+    r.dweight =
+        r.counted_rows == 0 ? Tensor::zeros(weight.shape(), dt) : Tensor::empty(weight.shape(), dt);
     if (bias) r.dbias = Tensor::zeros(bias->shape(), dt);
   }
   const detail::ContiguousInput ch(hidden), cw(weight);
   const std::optional<detail::ContiguousInput> cb =
       bias ? std::optional<detail::ContiguousInput>(std::in_place, *bias) : std::nullopt;
-  Tensor row_loss = Tensor::empty({d.rows}, dt), lse = Tensor::empty({d.rows}, dt);
+  Tensor row_loss = Tensor::zeros({d.rows}, dt);
+  Tensor chunk_loss = Tensor::empty({chunk}, dt), lse = Tensor::empty({chunk}, dt);
   Tensor logits = Tensor::empty({chunk, d.vocab}, dt);
-  const bool grads = options.want_gradients;
   Tensor grad = grads ? Tensor::empty({chunk, d.vocab}, dt) : Tensor();
-  // d(loss)/d(loss_r) = 1 / counted for every counted row (the kernel zeroes ignored ones).
+  // d(loss)/d(loss_r) = 1 / counted for every counted row.
   const double per_row = r.counted_rows == 0 ? 0.0 : 1.0 / double(r.counted_rows);
   Tensor row_scale = Tensor::full({chunk}, per_row, dt);
   Tensor bias_sum = grads && bias ? Tensor::empty({d.vocab}, dt) : Tensor();
+  // Gather buffers only when some row is ignored (otherwise every chunk is read in place).
+  const bool gathers = r.counted_rows < d.rows;
+  Tensor h_rows = gathers ? Tensor::empty({chunk, d.dim}, dt) : Tensor();
+  Tensor dh_rows = gathers && grads ? Tensor::empty({chunk, d.dim}, dt) : Tensor();
   detail::visit_dtype(dt, [&]<class T>() {
     auto ptr = [](Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
     const Work<T> k{d,
                     ch.data<T>(),
                     cw.data<T>(),
                     cb ? cb->data<T>() : nullptr,
-                    ids.data(),
+                    kept.data(),
+                    r.counted_rows,
+                    kept_ids.data(),
                     {0, d.vocab, options.loss.label_smoothing, int32_t(options.loss.ignore_index)},
                     row_loss.data<T>(),
+                    chunk_loss.data<T>(),
                     lse.data<T>(),
                     logits.data<T>(),
                     ptr(grad),
                     row_scale.data<T>(),
-                    ptr(bias_sum)};
+                    ptr(bias_sum),
+                    ptr(h_rows),
+                    ptr(dh_rows)};
     run_chunks(k, chunk, r);
     // Ignored rows hold 0, so summing all rows equals summing the counted ones.
     const double total = double(kern::sum(row_loss.data<T>(), d.rows));

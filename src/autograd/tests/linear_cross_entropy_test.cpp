@@ -93,6 +93,28 @@ TEST(LinearCrossEntropy, EveryRowIgnoredGivesZeroLossAndZeroGradients) {
   EXPECT_TRUE(bitwise_equal(r.dweight, Tensor::zeros({5, 3}, DType::F64)));
 }
 
+TEST(LinearCrossEntropy, PaddedRowsAreNeverComputed) {
+  // Whatever a padded row's hidden state holds (here NaN and infinity), it reaches neither
+  // the loss nor any gradient: the fused op skips those rows, where the composed path
+  // multiplies them by zero (0 x NaN = NaN in dW).
+  for (const int64_t chunk : {2, 7, 0}) {
+    SCOPED_TRACE("chunk " + std::to_string(chunk));
+    const Problem clean = make_problem(23, 6, 11, DType::F64, true);
+    Problem poisoned = clean;
+    poisoned.hidden = clean.hidden.clone();
+    for (int64_t r = 0; r < 23; r += 5)
+      for (int64_t e = 0; e < 6; ++e)
+        poisoned.hidden.data<double>()[r * 6 + e] = e % 2 ? NAN : INFINITY;
+    const Result a = run(clean, true, chunk), b = run(poisoned, true, chunk);
+    EXPECT_TRUE(bitwise_equal(a.loss, b.loss));
+    EXPECT_TRUE(bitwise_equal(a.dhidden, b.dhidden));
+    EXPECT_TRUE(bitwise_equal(a.dweight, b.dweight));
+    EXPECT_TRUE(bitwise_equal(a.dbias, b.dbias));
+    for (int64_t r = 0; r < 23; r += 5)
+      for (int64_t e = 0; e < 6; ++e) EXPECT_EQ(b.dhidden.data<double>()[r * 6 + e], 0.0);
+  }
+}
+
 TEST(LinearCrossEntropy, WithoutGradModeRecordsNothingAndGivesTheSameLoss) {
   const Problem p = make_problem(9, 4, 7, DType::F64, false);
   const Variable h(p.hidden, true), w(p.weight, true);

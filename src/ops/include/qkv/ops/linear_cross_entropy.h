@@ -12,6 +12,11 @@
 // (+ 1/3 of the projection's FLOPs: ~0.36 s per update for the Transformer benchmark,
 // 6.3k rows × V 8000 × E 256, at 71 GFLOP/s); and keeps [rows, E] + [V, E] instead of the
 // logits and their gradient ([rows, V] twice, 400 MB for that benchmark).
+//
+// Rows whose target is ignore_index (padding) are not computed at all: their loss and
+// dh are 0 whatever their hidden state holds, so the chunks run over the counted rows
+// only (gathered when they are not adjacent). A batch padded to its longest sentence
+// spends nothing on the output layer for its padding.
 #pragma once
 
 #include <cstdint>
