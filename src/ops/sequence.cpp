@@ -1,10 +1,12 @@
 #include "qkv/ops/sequence.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string_view>
 
 #include "detail/checks.h"
 #include "detail/kernel_select.h"
+#include "qkv/base/thread_pool.h"
 
 namespace qkv::ops {
 namespace {
@@ -151,10 +153,16 @@ void accumulate_select_into(const Tensor& dst, int axis, int64_t index, const Te
             " is not contiguous");
   const detail::ContiguousInput cs(src);
   const AxisSplit o = split_at(dst.shape(), a);
+  // Rows split over the pool (a stacked projection's parts are [B·T] rows of E: one
+  // thread alone would leave the others waiting); each element is one add, so the
+  // split never changes a result.
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, o.inner));
   detail::visit_dtype(dst.dtype(), [&]<class T>() {
-    for (int64_t k = 0; k < o.outer; ++k)
-      kern::axpy(1.0, cs.data<T>() + k * o.inner, dst.data<T>() + (k * o.dim + index) * o.inner,
-                 o.inner);
+    parallel_for(0, o.outer, grain, [&](int64_t k0, int64_t k1) {
+      for (int64_t k = k0; k < k1; ++k)
+        kern::axpy(1.0, cs.data<T>() + k * o.inner, dst.data<T>() + (k * o.dim + index) * o.inner,
+                   o.inner);
+    });
   });
 }
 

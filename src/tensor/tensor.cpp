@@ -1,10 +1,12 @@
 #include "qkv/tensor/tensor.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <type_traits>
 
 #include "qkv/base/aligned.h"
+#include "qkv/base/thread_pool.h"
 
 namespace qkv {
 
@@ -112,6 +114,46 @@ Tensor from_values(const Shape& shape, std::span<const T> values) {
   return t;
 }
 
+// Copies of at least this many elements are split over the thread pool: a copy is
+// memory-bound, and on the training step's layout changes (heads split and merged, a
+// stacked projection's parts) one thread alone leaves the others waiting. Copying is
+// exact, so the split never changes a result.
+constexpr int64_t kParallelCopy = int64_t{1} << 16;
+constexpr int64_t kCopyGrain = int64_t{1} << 14;  // elements per chunk (64 KiB of floats)
+
+// Rows [r0, r1) of a copy whose last axis is dense in both: whole inner rows, so only the
+// outer axes pay for the odometer.
+template <class Src, class Dst>
+void copy_rows(const TensorView& src, const TensorView& dst, int64_t r0, int64_t r1) {
+  const Src* s = static_cast<const Src*>(src.raw_data());
+  Dst* d = static_cast<Dst*>(dst.raw_data());
+  const int rank = src.rank();
+  const int64_t cols = src.shape()[rank - 1];
+  std::array<int64_t, kMaxRank> index{};  // of row r0 over the outer axes
+  int64_t so = 0, dof = 0, rest = r0;
+  for (int i = rank - 2; i >= 0; --i) {
+    const auto ui = size_t(i);
+    index[ui] = rest % src.shape()[i];
+    rest /= src.shape()[i];
+    so += index[ui] * src.stride(i);
+    dof += index[ui] * dst.stride(i);
+  }
+  for (int64_t r = r0; r < r1; ++r) {
+    for (int64_t c = 0; c < cols; ++c) d[dof + c] = static_cast<Dst>(s[so + c]);
+    for (int i = rank - 2; i >= 0; --i) {  // odometer over the outer axes
+      const auto ui = size_t(i);
+      if (++index[ui] < src.shape()[i]) {
+        so += src.stride(i);
+        dof += dst.stride(i);
+        break;
+      }
+      so -= src.stride(i) * (index[ui] - 1);
+      dof -= dst.stride(i) * (index[ui] - 1);
+      index[ui] = 0;
+    }
+  }
+}
+
 template <class Src, class Dst>
 void copy_strided(const TensorView& src, const TensorView& dst) {
   const Src* s = static_cast<const Src*>(src.raw_data());
@@ -119,33 +161,25 @@ void copy_strided(const TensorView& src, const TensorView& dst) {
   const int rank = src.rank();
   const int64_t n = src.numel();
   if (n == 0) return;
-  // Fast paths (copies sit on autograd's hot path: every first gradient is one): one
-  // memcpy when both are contiguous, else whole inner rows when the last axis is dense in
-  // both, so only the outer axes pay for the odometer below.
+  // Fast paths (copies sit on autograd's hot path: every first gradient is one): memcpy
+  // when both are contiguous, else whole inner rows when the last axis is dense in both.
   if constexpr (std::is_same_v<Src, Dst>) {
     if (src.is_contiguous() && dst.is_contiguous()) {
-      std::memcpy(d, s, size_t(n) * sizeof(Dst));
+      if (n < kParallelCopy || in_parallel_region()) {
+        std::memcpy(d, s, size_t(n) * sizeof(Dst));
+        return;
+      }
+      parallel_for(0, n, kCopyGrain, [&](int64_t lo, int64_t hi) {
+        std::memcpy(d + lo, s + lo, size_t(hi - lo) * sizeof(Dst));
+      });
       return;
     }
   }
   if (rank >= 2 && src.stride(rank - 1) == 1 && dst.stride(rank - 1) == 1) {
-    const int64_t cols = src.shape()[rank - 1];
-    std::array<int64_t, kMaxRank> index{};
-    int64_t so = 0, dof = 0;
-    for (int64_t r = 0; r < n / cols; ++r) {
-      for (int64_t c = 0; c < cols; ++c) d[dof + c] = static_cast<Dst>(s[so + c]);
-      for (int i = rank - 2; i >= 0; --i) {  // odometer over the outer axes
-        const auto ui = size_t(i);
-        if (++index[ui] < src.shape()[i]) {
-          so += src.stride(i);
-          dof += dst.stride(i);
-          break;
-        }
-        so -= src.stride(i) * (index[ui] - 1);
-        dof -= dst.stride(i) * (index[ui] - 1);
-        index[ui] = 0;
-      }
-    }
+    const int64_t cols = src.shape()[rank - 1], rows = n / cols;
+    if (n < kParallelCopy || in_parallel_region()) return copy_rows<Src, Dst>(src, dst, 0, rows);
+    parallel_for(0, rows, std::max<int64_t>(1, kCopyGrain / cols),
+                 [&](int64_t r0, int64_t r1) { copy_rows<Src, Dst>(src, dst, r0, r1); });
     return;
   }
   std::array<int64_t, kMaxRank> index{};

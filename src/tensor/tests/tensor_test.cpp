@@ -6,6 +6,8 @@
 #include <memory>
 #include <numeric>
 
+#include "qkv/base/thread_pool.h"
+
 namespace qkv {
 namespace {
 
@@ -159,6 +161,38 @@ TEST(Tensor, CopyIntoEveryPathPlacesEveryElement) {
         }
     }
   }
+}
+
+// Copies large enough to be split over the pool: every element still lands where at()
+// says, whichever outer index a chunk starts at, for 1 and 2 threads.
+TEST(Tensor, CopyIntoSplitOverThreadsPlacesEveryElement) {
+  const int saved = num_threads();
+  Tensor base = Tensor::empty({8, 40, 3, 301});  // 289k elements; 54-row chunks
+  for (int64_t i = 0; i < base.numel(); ++i) base.data<float>()[i] = float(i);
+  const std::vector<Tensor> sources = {base,                   // contiguous: split memcpy
+                                       base.slice(2, 1, 3),    // dense rows, strided outer
+                                       base.transpose(1, 2)};  // dense rows, permuted outer
+  for (const int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (const Tensor& src : sources) {
+      for (DType dtype : {DType::F32, DType::F64}) {
+        SCOPED_TRACE(describe(src) + " -> " + std::string(dtype_name(dtype)) + ", " +
+                     std::to_string(threads) + " threads");
+        const Tensor dst = src.to(dtype);
+        const Shape& s = src.shape();
+        for (int64_t a = 0; a < s[0]; ++a)
+          for (int64_t b = 0; b < s[1]; ++b)
+            for (int64_t c = 0; c < s[2]; ++c)
+              for (int64_t e = 0; e < s[3]; e += 7) {
+                const double want = src.at<float>({a, b, c, e});
+                const double got = dtype == DType::F32 ? dst.at<float>({a, b, c, e})
+                                                       : dst.at<double>({a, b, c, e});
+                ASSERT_EQ(got, want) << a << "," << b << "," << c << "," << e;
+              }
+      }
+    }
+  }
+  set_num_threads(saved);
 }
 
 }  // namespace
