@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "qkv/base/error.h"
 
@@ -23,15 +24,15 @@ bool is_identity(std::span<const int64_t> indices, int64_t batch) {
 
 Tensor KvCache::view() const {
   if (!buffer_.defined()) return Tensor();
-  return buffer_.slice(2, 0, length_);
+  return buffer_.slice(0, 0, rows_).slice(2, 0, length_);
 }
 
 void KvCache::grow(int64_t capacity) {
   const Shape& s = buffer_.shape();
-  Tensor bigger = Tensor::empty({s[0], s[1], capacity, s[3]}, buffer_.dtype());
+  Tensor bigger = Tensor::empty({rows_, s[1], capacity, s[3]}, buffer_.dtype());
   if (length_ > 0) copy_into(view(), bigger.slice(2, 0, length_));
   buffer_ = std::move(bigger);
-  spare_ = Tensor();  // the old size: reallocated by the next reorder
+  spare_ = Tensor();  // the old size: reallocated by the next reorder that needs it
 }
 
 void KvCache::append(const Tensor& row) {
@@ -45,38 +46,81 @@ void KvCache::append(const Tensor& row) {
       buffer_ = Tensor::empty({r[0], r[1], kInitialCapacity, r[3]}, row.dtype());
       spare_ = Tensor();
     }
+    rows_ = r[0];
   }
-  QKV_CHECK(row.dtype() == buffer_.dtype() && row.dim(0) == buffer_.dim(0) &&
-                row.dim(1) == buffer_.dim(1) && row.dim(3) == buffer_.dim(3),
+  QKV_CHECK(row.dtype() == buffer_.dtype() && row.dim(0) == rows_ && row.dim(1) == buffer_.dim(1) &&
+                row.dim(3) == buffer_.dim(3),
             ShapeError, "KvCache::append: row ", describe(row), " does not match the cache ",
             describe(view()));
   if (length_ == buffer_.dim(2)) grow(2 * buffer_.dim(2));
-  copy_into(row, buffer_.slice(2, length_, length_ + 1));
+  copy_into(row, buffer_.slice(0, 0, rows_).slice(2, length_, length_ + 1));
   ++length_;
+}
+
+// Copies the filled positions of row `from` of `src` to row `to` of `dst` (both shaped
+// like buffer_): each (row, head) holds its positions in one dense run.
+void KvCache::copy_row(const Tensor& src, int64_t from, const Tensor& dst, int64_t to) const {
+  const Shape& s = buffer_.shape();
+  const size_t elem = dtype_size(buffer_.dtype());
+  const size_t run = size_t(length_ * s[3]) * elem;
+  const size_t head = size_t(s[2] * s[3]) * elem;
+  const auto* f = static_cast<const char*>(src.view().raw_data());
+  auto* t = static_cast<char*>(dst.view().raw_data());
+  for (int64_t h = 0; h < s[1]; ++h)
+    std::memcpy(t + size_t(to * s[1] + h) * head, f + size_t(from * s[1] + h) * head, run);
 }
 
 void KvCache::reorder(std::span<const int64_t> indices) {
   QKV_CHECK(!indices.empty(), ValueError, "reorder: no rows to keep");
   if (!buffer_.defined()) return;
-  const Shape& s = buffer_.shape();
   for (size_t i = 0; i < indices.size(); ++i)
-    QKV_CHECK(indices[i] >= 0 && indices[i] < s[0], IndexError, "reorder: indices[", i,
-              "] = ", indices[i], " is outside the batch [0, ", s[0], ")");
-  if (is_identity(indices, s[0])) return;
+    QKV_CHECK(indices[i] >= 0 && indices[i] < rows_, IndexError, "reorder: indices[", i,
+              "] = ", indices[i], " is outside the batch [0, ", rows_, ")");
+  if (is_identity(indices, rows_)) return;
   const auto batch = int64_t(indices.size());
-  if (!spare_.defined() || spare_.dim(0) != batch)
-    spare_ = Tensor::empty({batch, s[1], s[2], s[3]}, buffer_.dtype());
-  // Each (row, head) holds its positions in one dense run: only the filled ones move.
-  const size_t elem = dtype_size(buffer_.dtype());
-  const size_t run = size_t(length_ * s[3]) * elem;
-  const size_t head = size_t(s[2] * s[3]) * elem;
-  const auto* from = static_cast<const char*>(buffer_.view().raw_data());
-  auto* to = static_cast<char*>(spare_.view().raw_data());
+  const Shape& s = buffer_.shape();
+  if (batch > s[0]) {  // more rows than the buffer holds (a beam's first expansion)
+    const Shape wider{batch, s[1], s[2], s[3]};
+    if (!spare_.defined() || spare_.shape() != wider)
+      spare_ = Tensor::empty(wider, buffer_.dtype());
+    for (int64_t b = 0; b < batch; ++b) copy_row(buffer_, indices[size_t(b)], spare_, b);
+    std::swap(buffer_, spare_);
+    rows_ = batch;
+    return;
+  }
+  // In place, copying only the rows that change: a beam keeps most of its rows from one
+  // step to the next, and dropping finished sentences shifts the rest. Row b is written
+  // only after every row reading from it has been copied; the rows left then form cycles
+  // (a permutation's), each broken by setting one row aside in spare_.
+  std::vector<int64_t> readers(size_t(rows_), 0);  // unwritten destinations reading each row
+  auto moves = [&](int64_t b) { return b < batch && indices[size_t(b)] != b; };
   for (int64_t b = 0; b < batch; ++b)
-    for (int64_t h = 0; h < s[1]; ++h)
-      std::memcpy(to + size_t(b * s[1] + h) * head,
-                  from + size_t(indices[size_t(b)] * s[1] + h) * head, run);
-  std::swap(buffer_, spare_);
+    if (moves(b)) ++readers[size_t(indices[size_t(b)])];
+  std::vector<int64_t> ready;
+  std::vector<char> done(size_t(batch), 0), aside(size_t(rows_), 0);
+  for (int64_t b = 0; b < batch; ++b)
+    if (moves(b) && (b >= rows_ || readers[size_t(b)] == 0)) ready.push_back(b);
+  auto write = [&](int64_t b) {
+    const int64_t from = indices[size_t(b)];
+    copy_row(aside[size_t(from)] ? spare_ : buffer_, from, buffer_, b);
+    done[size_t(b)] = 1;
+    if (--readers[size_t(from)] == 0 && moves(from) && !done[size_t(from)]) ready.push_back(from);
+  };
+  for (int64_t b = 0;; ++b) {
+    while (!ready.empty()) {
+      const int64_t next = ready.back();
+      ready.pop_back();
+      write(next);
+    }
+    while (b < batch && (!moves(b) || done[size_t(b)])) ++b;
+    if (b == batch) break;
+    // b lies on a cycle: keep its current contents in spare_ for its readers.
+    if (!spare_.defined() || spare_.shape() != s) spare_ = Tensor::empty(s, buffer_.dtype());
+    copy_row(buffer_, b, spare_, b);
+    aside[size_t(b)] = 1;
+    ready.push_back(b);
+  }
+  rows_ = batch;
 }
 
 }  // namespace qkv::models::detail

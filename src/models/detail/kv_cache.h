@@ -3,8 +3,9 @@
 // filled. A step writes its own position in place (the capacity doubles when full), and
 // the attention kernel reads view(), a slice, in place (ops::flash_attention takes per-head
 // dense rows at any head spacing), so a step no longer copies the whole cache to append
-// one row. A beam's reorder gathers the filled positions into a second buffer of the same
-// size and swaps the two: no allocation per step in steady state.
+// one row. A beam's reorder copies, in place, only the rows that change (a beam keeps
+// most of its rows from step to step; dropping finished sentences leaves unused rows at
+// the end of the buffer): no allocation per step in steady state.
 #pragma once
 
 #include <cstdint>
@@ -34,8 +35,13 @@ class KvCache {
  private:
   void grow(int64_t capacity);
 
-  Tensor buffer_;  // [B, H, capacity, Dh]
-  Tensor spare_;   // reorder's destination, then swapped in; undefined until needed
+  void copy_row(const Tensor& src, int64_t from, const Tensor& dst, int64_t to) const;
+
+  Tensor buffer_;  // [rows >= B, H, capacity, Dh]; the first rows_ are in use
+  // Shaped like buffer_: rows set aside while a reorder breaks a cycle; or, when a
+  // reorder needs more rows than buffer_ has, its destination, then swapped in.
+  Tensor spare_;
+  int64_t rows_ = 0;  // B
   int64_t length_ = 0;
 };
 

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <vector>
 
 #include "qkv/testing/tensors.h"
@@ -62,6 +64,55 @@ TEST(KvCache, AppendsAndReordersLikeConcatenateAndGather) {
       ASSERT_EQ(cache.length(), step + 1);
       ASSERT_TRUE(bitwise_equal(cache.view(), naive.view())) << "step " << step;
     }
+  }
+}
+
+// The in-place reorder against the gather, for every kind of index list: permutations
+// (cycles, which need a row set aside), a beam's duplicates, shrinking, growing back into
+// rows the buffer still has, and growing past them.
+TEST(KvCache, InPlaceReorderEqualsGatherForEveryKindOfIndices) {
+  KvCache cache;
+  NaiveCache naive;
+  int64_t batch = 8;
+  uint64_t seed = 11;
+  std::mt19937_64 rng(5);
+  auto below = [&](int64_t n) { return int64_t(rng() % uint64_t(n)); };
+  for (int64_t step = 0; step < 120; ++step) {
+    const Tensor row = random_tensor({batch, 2, 1, 3}, DType::F32, seed++);
+    cache.append(row);
+    naive.rows.push_back(row);
+    std::vector<int64_t> indices;
+    switch (step % 6) {
+      case 0: {  // a permutation: its cycles
+        indices.resize(size_t(batch));
+        for (int64_t b = 0; b < batch; ++b) indices[size_t(b)] = b;
+        std::shuffle(indices.begin(), indices.end(), rng);
+        break;
+      }
+      case 1:  // a swap of two rows: one 2-cycle
+        for (int64_t b = 0; b < batch; ++b) indices.push_back(b);
+        std::swap(indices[0], indices[size_t(batch - 1)]);
+        break;
+      case 2:  // beam-like: groups of 4 draw from their own rows, with repeats
+        for (int64_t b = 0; b < batch; ++b) {
+          const int64_t group = b / 4 * 4, size = std::min<int64_t>(4, batch - group);
+          indices.push_back(group + below(size));
+        }
+        break;
+      case 3:  // shrink: drop a random row, keep the order
+        for (int64_t b = 0; b < batch; ++b)
+          if (batch <= 2 || b != step % batch) indices.push_back(b);
+        break;
+      case 4:  // grow by one (back into rows the buffer had, or past them)
+        for (int64_t b = 0; b <= batch; ++b) indices.push_back(below(batch));
+        break;
+      default:  // anything: random rows, random count
+        for (int64_t b = 0, n = 1 + below(batch + 2); b < n; ++b) indices.push_back(below(batch));
+    }
+    cache.reorder(indices);
+    naive.reorder(indices);
+    batch = int64_t(indices.size());
+    ASSERT_TRUE(bitwise_equal(cache.view(), naive.view())) << "step " << step;
   }
 }
 
