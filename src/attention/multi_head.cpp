@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -104,8 +105,11 @@ void check_heads(const char* name, const Variable& x, int64_t heads, const Tenso
             " has another dtype than the parameters (", dtype_name(wq.dtype()), ")");
 }
 
-void check_heads_agree(const Tensor& q, const Tensor& k, const Tensor& v) {
-  QKV_CHECK(q.dim(0) == k.dim(0) && k.dim(0) == v.dim(0) && k.dim(2) == v.dim(2), ShapeError,
+// With key_rows, keys and values may hold another number of rows than the queries
+// (flash_attention checks the rows named).
+void check_heads_agree(const Tensor& q, const Tensor& k, const Tensor& v, bool key_rows) {
+  QKV_CHECK((key_rows || q.dim(0) == k.dim(0)) && k.dim(0) == v.dim(0) && k.dim(2) == v.dim(2),
+            ShapeError,
             "MultiHeadAttention: expected queries [B, H, Tq, Dh], keys and values [B, H, Tk, Dh], "
             "got ",
             describe(q), ", ", describe(k), ", ", describe(v));
@@ -166,9 +170,10 @@ bool inference_without_weights(const Variable& q, const Variable& k, const Varia
 // keys and values whose rows are dense per head are read in place — a decoder's cache
 // with spare capacity along T (a slice) would otherwise be copied by the fold every step.
 Variable attend_in_place(const Variable& queries, const Variable& keys, const Variable& values,
-                         const MaskSpec& mask) {
+                         const MaskSpec& mask, std::span<const int64_t> key_rows) {
   const Tensor& q = queries.value();
   ops::FlashAttentionOptions o;
+  o.key_rows = key_rows;
   o.scale = 1.0 / std::sqrt(double(keys.value().dim(3)));  // as attend()'s ScaledDot
   o.causal = mask.causal;
   o.key_lengths = mask.key_lengths;
@@ -251,15 +256,19 @@ MultiHeadOutput MultiHeadAttention::attend_heads(const Variable& queries, const 
   check_heads("queries", queries, heads_, wq);
   check_heads("keys", keys, heads_, wq);
   check_heads("values", values, heads_, wq);
-  check_heads_agree(queries.value(), keys.value(), values.value());
+  check_heads_agree(queries.value(), keys.value(), values.value(), !options.key_rows.empty());
   const int64_t batch = queries.value().dim(0);
   const detail::ScoreDims dims{batch, queries.value().dim(2), keys.value().dim(2)};
   const MaskSpec per_head = head_mask(mask, dims, heads_, options, wq.dtype());
 
   AttentionOutput heads;
   if (inference_without_weights(queries, keys, values, mask, options)) {
-    heads.context = attend_in_place(queries, keys, values, mask);
+    heads.context = attend_in_place(queries, keys, values, mask, options.key_rows);
   } else {
+    QKV_CHECK(options.key_rows.empty(), ValueError,
+              "MultiHeadAttention::attend_heads: key_rows is for inference without weights "
+              "(no gradients, need_weights false, a length/causal mask); gather the key rows "
+              "instead");
     heads = attend(fold_heads(queries), fold_heads(keys), fold_heads(values), per_head, {},
                    {.kind = ScoreKind::ScaledDot,  // scale 1/sqrt(Dh)
                     .need_weights = options.need_weights,

@@ -67,15 +67,15 @@ class TransformerLayers {
   // every layer when weights_layer < 0 (the others stay undefined). The context is the
   // same either way: the weights are recomputed from the fused kernel's row statistics.
   Variable step(const Tensor& prev_ids, int64_t t, std::vector<LayerCache>& caches,
-                std::span<const int64_t> lengths, std::vector<Tensor>* weights,
-                int64_t weights_layer) {
+                std::span<const int64_t> lengths, std::span<const int64_t> origins,
+                std::vector<Tensor>* weights, int64_t weights_layer) {
     check_length("decoding", t + 1);
     const Tensor ids = prev_ids.reshape({prev_ids.dim(0), 1});
     Variable x = decoder_dropout_.forward(positions_.forward(tables_.target(ids), t));
     if (weights) weights->assign(decoder_.size(), Tensor());
     for (size_t l = 0; l < decoder_.size(); ++l) {
       const bool want = weights && (weights_layer < 0 || int64_t(l) == weights_layer);
-      x = decoder_[l].step(x, caches[l], lengths, decoder_dropout_,
+      x = decoder_[l].step(x, caches[l], lengths, origins, decoder_dropout_,
                            want ? &(*weights)[l] : nullptr);
     }
     const Variable logits = tables_.project(decoder_norm_.forward(x));  // [B, 1, V]
@@ -110,28 +110,21 @@ class TransformerState final : public DecoderState {
  public:
   std::vector<detail::LayerCache> caches;  // one per decoder layer
   std::vector<int64_t> lengths;
-  // The encoder row each row's cross-attention keys and values were gathered from:
-  // rows of one origin hold the same cross_k / cross_v.
+  // The source sentence (row of the caches' cross_k / cross_v) each row attends to.
   std::vector<int64_t> origins;
   int64_t t = 0;
 
   int64_t batch_size() const noexcept override { return int64_t(lengths.size()); }
   int64_t steps() const noexcept override { return t; }
   void reorder(std::span<const int64_t> indices) override {
-    std::vector<int64_t> moved = detail::gather_rows(origins, indices);
-    // Beam search reorders within each sentence's rows on most steps: every row then
-    // keeps its origin, and the cross-attention cache (Ts positions per row, the
-    // largest) would be copied onto itself.
-    const bool cross_stays = moved == origins;
+    // The cross-attention keys and values stay one row per source (rows read them through
+    // origins): a beam's expansion and a finished sentence copy none of them.
     for (detail::LayerCache& c : caches) {
       c.self_k.reorder(indices);
       c.self_v.reorder(indices);
-      if (!cross_stays)
-        for (Tensor* x : {&c.cross_k, &c.cross_v})
-          if (x->defined()) *x = detail::gather_rows(*x, indices);
     }
     lengths = detail::gather_rows(lengths, indices);
-    origins = std::move(moved);
+    origins = detail::gather_rows(origins, indices);
   }
 };
 
@@ -201,8 +194,8 @@ StepOutput Transformer::step(const Tensor& prev_ids, DecoderState& state, bool w
   const int64_t layer = which.layer < 0 ? config_.dec_depth - 1 : which.layer;
   std::vector<Tensor> weights;  // per layer [B, H, Ts]
   const autograd::Variable logits =
-      layers_->step(prev_ids, s->t, s->caches, s->lengths, want_attention ? &weights : nullptr,
-                    which.every_layer ? -1 : layer);
+      layers_->step(prev_ids, s->t, s->caches, s->lengths, s->origins,
+                    want_attention ? &weights : nullptr, which.every_layer ? -1 : layer);
   StepOutput out;
   out.log_probs = ops::log_softmax(logits.value());
   if (want_attention) {

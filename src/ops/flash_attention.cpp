@@ -37,13 +37,22 @@ kernels::FlashAttentionSpec check_inputs(std::string_view op, const TensorView& 
   detail::check_same_dtype(op, q, k);
   detail::check_same_dtype(op, q, v);
   const int r = q.rank();
-  const bool lead = k.rank() == r && v.rank() == r && k.dim(0) == q.dim(0) &&
-                    v.dim(0) == q.dim(0) &&
+  // With key_rows, k and v may hold another number of rows than q (checked below).
+  const bool rows_match =
+      o.key_rows.empty() ? k.dim(0) == q.dim(0) && v.dim(0) == q.dim(0) : v.dim(0) == k.dim(0);
+  const bool lead = k.rank() == r && v.rank() == r && rows_match &&
                     (r == 3 || (k.dim(1) == q.dim(1) && v.dim(1) == q.dim(1)));
   QKV_CHECK(lead && k.dim(-1) == q.dim(-1) && v.dim(-2) == k.dim(-2), ShapeError, op,
             ": expected q [..., Tq, D], k [..., Tk, D], v [..., Tk, Dv] with equal leading "
             "dims, got q ",
             describe(q), ", k ", describe(k), ", v ", describe(v));
+  if (!o.key_rows.empty()) {
+    QKV_CHECK(int64_t(o.key_rows.size()) == q.dim(0), ShapeError, op, ": ", o.key_rows.size(),
+              " key rows for batch ", q.dim(0), " of q ", describe(q));
+    for (size_t b = 0; b < o.key_rows.size(); ++b)
+      QKV_CHECK(o.key_rows[b] >= 0 && o.key_rows[b] < k.dim(0), IndexError, op, ": key_rows[", b,
+                "] = ", o.key_rows[b], " outside the ", k.dim(0), " rows of k ", describe(k));
+  }
   QKV_CHECK(std::isfinite(o.scale), ValueError, op, ": scale ", o.scale, " is not finite");
   const Heads h = heads_of(q);
   const int64_t tk = k.dim(-2);
@@ -55,6 +64,16 @@ kernels::FlashAttentionSpec check_inputs(std::string_view op, const TensorView& 
                 o.key_lengths[b], " at batch ", b, " outside [0, ", tk, "]");
   }
   return {h.batch * h.heads, q.dim(-2), tk, q.dim(-1), v.dim(-1), o.scale, o.causal, nullptr, 0, 0};
+}
+
+// key_rows [B] expanded to the kernel's head of k and v for each (b, h) [B·H]; empty when
+// there are none.
+std::vector<int64_t> per_head_key_rows(const TensorView& q, const FlashAttentionOptions& o) {
+  std::vector<int64_t> out;
+  const Heads h = heads_of(q);
+  for (size_t b = 0; b < o.key_rows.size(); ++b)
+    for (int64_t head = 0; head < h.heads; ++head) out.push_back(o.key_rows[b] * h.heads + head);
+  return out;
 }
 
 // key_lengths [B] expanded to one per (b, h): the kernel's per-head lengths [B·H].
@@ -130,6 +149,8 @@ FlashAttentionResult flash_attention(const TensorView& q, const TensorView& k, c
   kernels::FlashAttentionSpec spec = check_inputs("flash_attention", q, k, v, options);
   const std::vector<int64_t> lengths = per_head_lengths(q, options);
   spec.key_lengths = lengths.empty() ? nullptr : lengths.data();
+  const std::vector<int64_t> key_heads = per_head_key_rows(q, options);
+  spec.kv_heads = key_heads.empty() ? nullptr : key_heads.data();
   const detail::ContiguousInput cq(q);
   const HeadRowsInput ck(k), cv(v);  // a decoder's cache is read in place
   spec.k_head_stride = ck.head_stride();
@@ -152,6 +173,9 @@ FlashAttentionGradients flash_attention_backward(const TensorView& dout, const T
                                                  const TensorView& out, const TensorView& lse,
                                                  const FlashAttentionOptions& options) {
   constexpr std::string_view op = "flash_attention_backward";
+  QKV_CHECK(options.key_rows.empty(), ValueError, op,
+            ": key_rows is forward-only (the gradient of a shared key row would need its "
+            "readers summed); gather the rows instead");
   kernels::FlashAttentionSpec spec = check_inputs(op, q, k, v, options);
   const Shape out_shape = q.shape().with_dim(-1, spec.dv);
   check_like(op, "dout", dout, q, out_shape);
@@ -186,6 +210,8 @@ Tensor flash_attention_weights(const TensorView& q, const TensorView& k, const T
   check_like(op, "lse", lse, q, lse_shape(q));
   const std::vector<int64_t> lengths = per_head_lengths(q, options);
   spec.key_lengths = lengths.empty() ? nullptr : lengths.data();
+  const std::vector<int64_t> key_heads = per_head_key_rows(q, options);
+  spec.kv_heads = key_heads.empty() ? nullptr : key_heads.data();
   const int64_t end = rows.end < 0 ? spec.tq : rows.end;
   QKV_CHECK(rows.begin >= 0 && rows.begin <= end && end <= spec.tq, ValueError, op, ": rows [",
             rows.begin, ", ", rows.end, ") outside the ", spec.tq, " query rows");

@@ -162,6 +162,36 @@ TEST(MultiHeadSteps, AttendHeadsReadsACacheSliceLikeItsCopy) {
   }
 }
 
+// key_rows (a beam's rows sharing their sentence's cross-attention memory): the same
+// output, bitwise, as the keys and values gathered row by row; refused where the weights
+// are asked for or gradients recorded, which need the rows gathered.
+TEST(MultiHeadSteps, AttendHeadsKeyRowsEqualGatheredKeys) {
+  for (DType dtype : {DType::F32, DType::F64}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const MultiHeadAttention mha = random_mha(8, 2, dtype);
+    const std::vector<int64_t> rows{1, 0, 1, 1};
+    const Variable q = leaf(random_tensor({4, 2, 1, 4}, dtype, 21), false);
+    const Tensor k = random_tensor({2, 2, 5, 4}, dtype, 22),
+                 v = random_tensor({2, 2, 5, 4}, dtype, 23);
+    Tensor k_rows = Tensor::empty({4, 2, 5, 4}, dtype), v_rows = Tensor::empty({4, 2, 5, 4}, dtype);
+    for (int64_t r = 0; r < 4; ++r) {
+      copy_into(k.slice(0, rows[size_t(r)], rows[size_t(r)] + 1), k_rows.slice(0, r, r + 1));
+      copy_into(v.slice(0, rows[size_t(r)], rows[size_t(r)] + 1), v_rows.slice(0, r, r + 1));
+    }
+    const MaskSpec mask{.key_lengths = {5, 3, 1, 4}};
+    autograd::NoGradGuard no_grad;
+    const Tensor gathered =
+        mha.attend_heads(q, leaf(k_rows, false), leaf(v_rows, false), mask).output.value();
+    const Tensor shared =
+        mha.attend_heads(q, leaf(k, false), leaf(v, false), mask, {.key_rows = rows})
+            .output.value();
+    EXPECT_TRUE(bitwise_equal(shared, gathered));
+    EXPECT_THROW(mha.attend_heads(q, leaf(k, false), leaf(v, false), mask,
+                                  {.need_weights = true, .key_rows = rows}),
+                 ValueError);
+  }
+}
+
 // project_self is one GEMM over [wq; wk; wv]: in place when the weights are rows of one
 // block (as the Transformer's arena holds them), copied otherwise -- the same numbers
 // either way -- and equal to the three separate projections within float rounding, in

@@ -1,5 +1,6 @@
 #include "detail/transformer_layers.h"
 
+#include "detail/common.h"
 #include "qkv/autograd/functions.h"
 
 namespace qkv::models::detail {
@@ -68,7 +69,8 @@ void DecoderLayer::prepare(const Variable& memory, LayerCache& cache) const {
 }
 
 Variable DecoderLayer::step(const Variable& x, LayerCache& cache, std::span<const int64_t> lengths,
-                            nn::Dropout& dropout, Tensor* weights) {
+                            std::span<const int64_t> origins, nn::Dropout& dropout,
+                            Tensor* weights) {
   // [B, 1, E]: only the newest position is projected; the cache holds the others.
   const attention::QueryKeyValueHeads self = self_attn_.project_self(self_norm_.forward(x));
   cache.self_k.append(self.keys.value());
@@ -83,9 +85,18 @@ Variable DecoderLayer::step(const Variable& x, LayerCache& cache, std::span<cons
   attention::MultiHeadOptions options;
   options.need_weights = weights != nullptr;
   options.head_weights = attention::HeadWeights::PerHead;
-  const attention::MultiHeadOutput c = cross_attn_.attend_heads(
-      cross_attn_.project_queries(cross_norm_.forward(h)), Variable(cache.cross_k),
-      Variable(cache.cross_v), key_padding(lengths), options);
+  // The fused kernel reads each row's source keys and values in place; the path that
+  // returns weights takes them gathered, one row per query row.
+  Tensor keys = cache.cross_k, values = cache.cross_v;
+  if (weights) {
+    keys = gather_rows(keys, origins);
+    values = gather_rows(values, origins);
+  } else {
+    options.key_rows = origins;
+  }
+  const attention::MultiHeadOutput c =
+      cross_attn_.attend_heads(cross_attn_.project_queries(cross_norm_.forward(h)), Variable(keys),
+                               Variable(values), key_padding(lengths), options);
   if (weights) {
     const Tensor w = c.weights.value().contiguous();  // [B, H, 1, Ts]
     *weights = w.reshape({w.dim(0), w.dim(1), w.dim(3)});

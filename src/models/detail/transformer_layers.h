@@ -38,10 +38,12 @@ class EncoderLayer {
 
 // One decoder layer's cache for incremental decoding: the self-attention keys and values
 // of every position so far (projections of the normalised inputs, so a step projects
-// only its own row; kv_cache.h) and the cross-attention keys and values of the memory.
+// only its own row; kv_cache.h) and the cross-attention keys and values of the memory,
+// one row per source sentence: a step's row b reads row origins[b] of them (step()), so
+// a beam's rows share them and a beam reorder never copies them.
 struct LayerCache {
   KvCache self_k, self_v;   // [B, H, t, Dh] after t steps
-  Tensor cross_k, cross_v;  // [B, H, Ts, Dh]
+  Tensor cross_k, cross_v;  // [sources, H, Ts, Dh]
 };
 
 class DecoderLayer {
@@ -57,10 +59,11 @@ class DecoderLayer {
   // The cross-attention keys and values of memory [B, Ts, E], computed once per source.
   void prepare(const Variable& memory, LayerCache& cache) const;
   // One step: x [B, 1, E] (the newest position) -> [B, 1, E]; appends this position's keys
-  // and values to the cache. weights: when non-null, receives the cross-attention
-  // weights [B, H, Ts].
+  // and values to the cache. Row b attends to source row origins[b] of the cache's cross
+  // keys and values, masked to lengths[b]. weights: when non-null, receives the
+  // cross-attention weights [B, H, Ts].
   Variable step(const Variable& x, LayerCache& cache, std::span<const int64_t> lengths,
-                nn::Dropout& dropout, Tensor* weights);
+                std::span<const int64_t> origins, nn::Dropout& dropout, Tensor* weights);
 
  private:
   nn::LayerNorm self_norm_;

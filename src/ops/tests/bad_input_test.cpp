@@ -170,7 +170,22 @@ TEST(BadInput, FlashAttention) {
       },
       {"key length 6", "batch 1"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { run(q, k, v, {kNaN}); }, {"scale"}));
+  // key_rows: one per query row, each a row of k; then k may hold any number of rows.
+  const std::vector<int64_t> one_row{0}, rows_out{0, 2}, shared{1, 1};
+  EXPECT_TRUE(throws_with<ShapeError>([&] { run(q, k, v, {.key_rows = one_row}); },
+                                      {"1 key rows", "batch 2"}));
+  EXPECT_TRUE(throws_with<IndexError>([&] { run(q, k, v, {.key_rows = rows_out}); },
+                                      {"key_rows[1] = 2", "f64[2, 5, 4]"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [&] {
+        run(q, f64({3, 5, 4}), f64({2, 5, 6}), {.key_rows = shared});
+      },
+      {"f64[3, 5, 4]"}));
+  EXPECT_NO_THROW(run(q, f64({3, 5, 4}), f64({3, 5, 6}), {.key_rows = shared}));
   const ops::FlashAttentionResult r = ops::flash_attention(q, k, v);
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] { ops::flash_attention_backward(r.out, q, k, v, r.out, r.lse, {.key_rows = shared}); },
+      {"key_rows is forward-only"}));
   EXPECT_TRUE(throws_with<ShapeError>(
       [&] {
         ops::flash_attention_backward(f64({2, 3, 5}), q, k, v, r.out, r.lse);

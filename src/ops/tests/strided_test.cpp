@@ -91,5 +91,48 @@ TEST(StridedInputs, FlashAttentionReadsACacheSliceInPlace) {
   }
 }
 
+// key_rows: query row b reads row key_rows[b] of k and v (a beam's rows sharing their
+// sentence's cross-attention memory) and equals, bitwise, attention on k and v gathered
+// row by row -- in forward and in the weights, with key lengths, Tq > 1, causal, and k / v
+// read in place from a cache slice. The SIMD kernel (F32) and the reference (F64).
+TEST(StridedInputs, FlashAttentionKeyRowsEqualGatheredKeys) {
+  const std::vector<int64_t> rows{2, 2, 0, 1, 1, 1, 0};  // repeats, out of order, one unused
+  for (DType dtype : {DType::F32, DType::F64}) {
+    for (const bool causal : {false, true}) {
+      for (const int64_t tq : {int64_t{1}, int64_t{3}}) {
+        SCOPED_TRACE(::testing::Message()
+                     << dtype_name(dtype) << " causal " << causal << " tq " << tq);
+        const int64_t b = int64_t(rows.size()), sources = 4, h = 3, t = 70, capacity = 80, d = 8,
+                      dv = 5;
+        const Tensor q = random_tensor({b, h, tq, d}, dtype, 17);
+        Tensor k_cache = Tensor::full({sources, h, capacity, d},
+                                      std::numeric_limits<double>::quiet_NaN(), dtype);
+        Tensor v_cache = Tensor::full({sources, h, capacity, dv},
+                                      std::numeric_limits<double>::quiet_NaN(), dtype);
+        copy_into(random_tensor({sources, h, t, d}, dtype, 18), k_cache.slice(2, 0, t));
+        copy_into(random_tensor({sources, h, t, dv}, dtype, 19), v_cache.slice(2, 0, t));
+        const Tensor k = k_cache.slice(2, 0, t), v = v_cache.slice(2, 0, t);
+        Tensor k_rows = Tensor::empty({b, h, t, d}, dtype),
+               v_rows = Tensor::empty({b, h, t, dv}, dtype);
+        for (int64_t r = 0; r < b; ++r) {
+          copy_into(k.slice(0, rows[size_t(r)], rows[size_t(r)] + 1), k_rows.slice(0, r, r + 1));
+          copy_into(v.slice(0, rows[size_t(r)], rows[size_t(r)] + 1), v_rows.slice(0, r, r + 1));
+        }
+        std::vector<int64_t> lengths(size_t(b), t);
+        lengths[1] = 9;
+        lengths[4] = 65;
+        ops::FlashAttentionOptions options{.scale = 0.35, .causal = causal, .key_lengths = lengths};
+        const ops::FlashAttentionResult want = ops::flash_attention(q, k_rows, v_rows, options);
+        const Tensor want_w = ops::flash_attention_weights(q, k_rows, want.lse, options);
+        options.key_rows = rows;
+        const ops::FlashAttentionResult got = ops::flash_attention(q, k, v, options);
+        EXPECT_TRUE(bitwise_equal(got.out, want.out));
+        EXPECT_TRUE(bitwise_equal(got.lse, want.lse));
+        EXPECT_TRUE(bitwise_equal(ops::flash_attention_weights(q, k, got.lse, options), want_w));
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace qkv::testing

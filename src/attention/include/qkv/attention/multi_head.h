@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "qkv/attention/attention.h"
 #include "qkv/base/rng.h"
@@ -47,6 +48,11 @@ struct MultiHeadOptions {
   // Passed to attend() (AttentionOptions::fused): the heads' context comes from the
   // fused kernel unless the mask has a bias or allowed tensor.
   bool fused = true;
+  // attend_heads only, [B] or empty: query row b attends to row key_rows[b] of keys and
+  // values, which then hold any number of rows (a beam's rows share their sentence's
+  // cross-attention memory without copies). Inference only: without gradients and
+  // without weights (ValueError otherwise); ops::FlashAttentionOptions::key_rows.
+  std::span<const int64_t> key_rows;
 };
 
 struct MultiHeadOutput {

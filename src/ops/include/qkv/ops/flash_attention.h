@@ -25,6 +25,11 @@ struct FlashAttentionOptions {
   // [B] or empty: key j visible iff j < key_lengths[b] (shared by the H heads of b);
   // each in [0, Tk].
   std::span<const int64_t> key_lengths;
+  // [B] or empty: query row b attends to row key_rows[b] of k and v, which then hold any
+  // number of rows (each key_rows entry in [0, k's B)); empty: row b to row b. Forward
+  // and weights only (backward raises ValueError): a beam's rows share their sentence's
+  // cross-attention keys and values instead of each holding a copy.
+  std::span<const int64_t> key_rows;
 };
 
 struct FlashAttentionResult {
@@ -36,8 +41,9 @@ struct FlashAttentionGradients {
   Tensor dq, dk, dv;
 };
 
-// Typed errors: ShapeError (ranks, mismatched B/H/T/D, empty dims, key_lengths size),
-// ValueError (mixed dtypes, key length outside [0, Tk], non-finite scale).
+// Typed errors: ShapeError (ranks, mismatched B/H/T/D, empty dims, key_lengths or key_rows
+// size), ValueError (mixed dtypes, key length outside [0, Tk], non-finite scale), IndexError
+// (a key_rows entry outside k's rows).
 FlashAttentionResult flash_attention(const TensorView& q, const TensorView& k, const TensorView& v,
                                      const FlashAttentionOptions& options = {});
 

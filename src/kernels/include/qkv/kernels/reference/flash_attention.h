@@ -31,16 +31,22 @@ struct FlashAttentionSpec {
   // Only k and v: q, out, lse and the gradients are always dense.
   int64_t k_head_stride = 0;
   int64_t v_head_stride = 0;
+  // (bh) or nullptr: head h reads the keys and values of head kv_heads[h] (the heads of
+  // k and v as laid out above; nullptr: head h). Forward and weights only: beam search's
+  // rows share their sentence's cross-attention keys and values without copies of them.
+  const int64_t* kv_heads = nullptr;
 };
 
 // Head h's keys [tk, dh] and values [tk, dv] in k and v as the spec lays them out.
 template <class T>
 T* flash_key_head(const FlashAttentionSpec& s, T* k, int64_t h) noexcept {
-  return k + h * (s.k_head_stride != 0 ? s.k_head_stride : s.tk * s.dh);
+  const int64_t from = s.kv_heads != nullptr ? s.kv_heads[h] : h;
+  return k + from * (s.k_head_stride != 0 ? s.k_head_stride : s.tk * s.dh);
 }
 template <class T>
 T* flash_value_head(const FlashAttentionSpec& s, T* v, int64_t h) noexcept {
-  return v + h * (s.v_head_stride != 0 ? s.v_head_stride : s.tk * s.dv);
+  const int64_t from = s.kv_heads != nullptr ? s.kv_heads[h] : h;
+  return v + from * (s.v_head_stride != 0 ? s.v_head_stride : s.tk * s.dv);
 }
 
 namespace ref {
