@@ -1,5 +1,7 @@
 #include "detail/transformer_layers.h"
 
+#include <algorithm>
+
 #include "detail/common.h"
 #include "qkv/autograd/functions.h"
 
@@ -64,6 +66,8 @@ void DecoderLayer::prepare(const Variable& memory, LayerCache& cache) const {
   const attention::KeyValueHeads kv = cross_attn_.project_key_values(memory);
   cache.cross_k = kv.keys.value();
   cache.cross_v = kv.values.value();
+  cache.gathered_k = cache.gathered_v = Tensor();
+  cache.gathered_origins.clear();
   cache.self_k.clear();
   cache.self_v.clear();
 }
@@ -86,11 +90,17 @@ Variable DecoderLayer::step(const Variable& x, LayerCache& cache, std::span<cons
   options.need_weights = weights != nullptr;
   options.head_weights = attention::HeadWeights::PerHead;
   // The fused kernel reads each row's source keys and values in place; the path that
-  // returns weights takes them gathered, one row per query row.
+  // returns weights takes them gathered, one row per query row, again only when the rows'
+  // sources have changed since the last gather (a sentence finished, the first step).
   Tensor keys = cache.cross_k, values = cache.cross_v;
   if (weights) {
-    keys = gather_rows(keys, origins);
-    values = gather_rows(values, origins);
+    if (!std::ranges::equal(cache.gathered_origins, origins)) {
+      cache.gathered_k = gather_rows(cache.cross_k, origins);
+      cache.gathered_v = gather_rows(cache.cross_v, origins);
+      cache.gathered_origins.assign(origins.begin(), origins.end());
+    }
+    keys = cache.gathered_k;
+    values = cache.gathered_v;
   } else {
     options.key_rows = origins;
   }

@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "detail/kv_cache.h"
 #include "detail/multi_head.h"
@@ -44,6 +45,10 @@ class EncoderLayer {
 struct LayerCache {
   KvCache self_k, self_v;   // [B, H, t, Dh] after t steps
   Tensor cross_k, cross_v;  // [sources, H, Ts, Dh]
+  // Steps that return attention weights read cross_k / cross_v gathered to one row per
+  // step row: kept while the rows' sources stay the same.
+  Tensor gathered_k, gathered_v;  // [B, H, Ts, Dh]
+  std::vector<int64_t> gathered_origins;
 };
 
 class DecoderLayer {
