@@ -29,7 +29,8 @@ class KvCache {
   // change). IndexError for an index outside [0, B).
   void reorder(std::span<const int64_t> indices);
 
-  // Empty again, keeping the buffers for the next batch of the same shape.
+  // Empty again, keeping the buffers for the next batch with as many rows or fewer (and
+  // the same H, Dh and dtype).
   void clear() noexcept { length_ = 0; }
 
  private:
@@ -37,10 +38,7 @@ class KvCache {
 
   void copy_row(const Tensor& src, int64_t from, const Tensor& dst, int64_t to) const;
 
-  Tensor buffer_;  // [rows >= B, H, capacity, Dh]; the first rows_ are in use
-  // Shaped like buffer_: rows set aside while a reorder breaks a cycle; or, when a
-  // reorder needs more rows than buffer_ has, its destination, then swapped in.
-  Tensor spare_;
+  Tensor buffer_;     // [rows >= B, H, capacity, Dh]; the first rows_ are in use
   int64_t rows_ = 0;  // B
   int64_t length_ = 0;
 };

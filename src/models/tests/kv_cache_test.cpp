@@ -131,6 +131,31 @@ TEST(KvCache, IdentityReorderAndClearKeepTheContents) {
   EXPECT_TRUE(bitwise_equal(cache.view(), b));
 }
 
+// The next batch reuses the buffer when it has no more rows (decoding batch after batch
+// touches no fresh memory), and still grows past it.
+TEST(KvCache, ClearKeepsTheBufferForBatchesWithFewerRows) {
+  KvCache cache;
+  NaiveCache naive;
+  for (int64_t t = 0; t < 3; ++t) cache.append(random_tensor({6, 2, 1, 4}, DType::F32, 30 + t));
+  const void* buffer = cache.view().view().raw_data();
+  cache.clear();
+  for (int64_t t = 0; t < 40; ++t) {  // past the initial capacity
+    const Tensor row = random_tensor({4, 2, 1, 4}, DType::F32, 40 + uint64_t(t));
+    cache.append(row);
+    naive.rows.push_back(row);
+    if (t == 0) {
+      EXPECT_EQ(cache.view().view().raw_data(), buffer);
+    }
+  }
+  ASSERT_TRUE(bitwise_equal(cache.view(), naive.view()));
+  for (const std::vector<int64_t>& indices :
+       {std::vector<int64_t>{3, 3, 0, 1, 2, 2}, {5, 4, 0, 0, 1, 2, 3, 4, 5}, {8, 1}}) {
+    cache.reorder(indices);  // 4 -> 6 rows (in the buffer), 6 -> 9 (past it), 9 -> 2
+    naive.reorder(indices);
+    ASSERT_TRUE(bitwise_equal(cache.view(), naive.view()));
+  }
+}
+
 TEST(KvCache, RejectsMismatchedRowsAndIndices) {
   KvCache cache;
   EXPECT_THROW(cache.append(random_tensor({2, 2, 2, 4}, DType::F32, 1)), ShapeError);
