@@ -121,6 +121,23 @@ Tensor from_values(const Shape& shape, std::span<const T> values) {
 constexpr int64_t kParallelCopy = int64_t{1} << 16;
 constexpr int64_t kCopyGrain = int64_t{1} << 14;  // elements per chunk (64 KiB of floats)
 
+// One odometer step of the multi-index over axes [0, last] (the last fastest), moving
+// the offsets into src and dst with it.
+void advance(const TensorView& src, const TensorView& dst, int last,
+             std::array<int64_t, kMaxRank>& index, int64_t& so, int64_t& dof) {
+  for (int i = last; i >= 0; --i) {
+    const auto ui = size_t(i);
+    if (++index[ui] < src.shape()[i]) {
+      so += src.stride(i);
+      dof += dst.stride(i);
+      return;
+    }
+    so -= src.stride(i) * (index[ui] - 1);
+    dof -= dst.stride(i) * (index[ui] - 1);
+    index[ui] = 0;
+  }
+}
+
 // Rows [r0, r1) of a copy whose last axis is dense in both: whole inner rows, so only the
 // outer axes pay for the odometer.
 template <class Src, class Dst>
@@ -140,17 +157,7 @@ void copy_rows(const TensorView& src, const TensorView& dst, int64_t r0, int64_t
   }
   for (int64_t r = r0; r < r1; ++r) {
     for (int64_t c = 0; c < cols; ++c) d[dof + c] = static_cast<Dst>(s[so + c]);
-    for (int i = rank - 2; i >= 0; --i) {  // odometer over the outer axes
-      const auto ui = size_t(i);
-      if (++index[ui] < src.shape()[i]) {
-        so += src.stride(i);
-        dof += dst.stride(i);
-        break;
-      }
-      so -= src.stride(i) * (index[ui] - 1);
-      dof -= dst.stride(i) * (index[ui] - 1);
-      index[ui] = 0;
-    }
+    advance(src, dst, rank - 2, index, so, dof);  // the outer axes only
   }
 }
 
@@ -186,18 +193,7 @@ void copy_strided(const TensorView& src, const TensorView& dst) {
   int64_t so = 0, dof = 0;
   for (int64_t k = 0; k < n; ++k) {
     d[dof] = static_cast<Dst>(s[so]);
-    // Odometer increment over the multi-index, updating both offsets.
-    for (int i = rank - 1; i >= 0; --i) {
-      const auto ui = size_t(i);
-      if (++index[ui] < src.shape()[i]) {
-        so += src.stride(i);
-        dof += dst.stride(i);
-        break;
-      }
-      so -= src.stride(i) * (index[ui] - 1);
-      dof -= dst.stride(i) * (index[ui] - 1);
-      index[ui] = 0;
-    }
+    advance(src, dst, rank - 1, index, so, dof);
   }
 }
 }  // namespace
