@@ -40,9 +40,8 @@ void KvCache::append(const Tensor& row) {
             " is not [B, H, 1, Dh]");
   if (!buffer_.defined() || length_ == 0) {
     const Shape& r = row.shape();
-    // A buffer with enough rows is kept for the next batch: decoding batch after batch
-    // then touches no fresh pages (a new buffer per batch page-faulted on first use,
-    // 4.5 % of beam-4 decoding).
+    // A cleared cache keeps a buffer with enough rows for its next batch. (The
+    // Transformer's decoder state, and so its caches, is made anew for each batch.)
     if (!buffer_.defined() || buffer_.dtype() != row.dtype() || buffer_.dim(0) < r[0] ||
         buffer_.dim(1) != r[1] || buffer_.dim(3) != r[3]) {
       buffer_ = Tensor::empty({r[0], r[1], kInitialCapacity, r[3]}, row.dtype());

@@ -131,8 +131,8 @@ TEST(KvCache, IdentityReorderAndClearKeepTheContents) {
   EXPECT_TRUE(bitwise_equal(cache.view(), b));
 }
 
-// The next batch reuses the buffer when it has no more rows (decoding batch after batch
-// touches no fresh memory), and still grows past it.
+// After clear() a batch with no more rows reuses the buffer; the rows past it stay unused
+// until a reorder needs them, and a reorder past the buffer's rows replaces it.
 TEST(KvCache, ClearKeepsTheBufferForBatchesWithFewerRows) {
   KvCache cache;
   NaiveCache naive;
