@@ -1,5 +1,7 @@
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+
 #include "detail/values.h"
 #include "qkv/base/error.h"
 
@@ -116,6 +118,19 @@ Source ParsedOptions::source(std::string_view name) const {
   return entry(name, "source").source;
 }
 
+namespace {
+
+// A string the loader reads back as it is: yaml-cpp writes a control character raw in a
+// plain scalar (a carriage return, found by fuzz/fuzz_config), which the loader refuses
+// (config files are text); in double quotes it writes an escape instead.
+void emit_string(YAML::Emitter& out, const std::string& s) {
+  if (std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; }))
+    out << YAML::DoubleQuoted;
+  out << s;
+}
+
+}  // namespace
+
 std::string ParsedOptions::dump_yaml() const {
   YAML::Emitter out;
   out << YAML::BeginMap;
@@ -124,10 +139,10 @@ std::string ParsedOptions::dump_yaml() const {
     out << YAML::Key << e.name << YAML::Value;
     if (const auto* list = std::get_if<std::vector<std::string>>(&*e.value)) {
       out << YAML::Flow << YAML::BeginSeq;
-      for (const std::string& s : *list) out << s;
+      for (const std::string& s : *list) emit_string(out, s);
       out << YAML::EndSeq;
     } else if (const auto* s = std::get_if<std::string>(&*e.value)) {
-      out << *s;
+      emit_string(out, *s);
     } else {
       // Numbers and switches as the user would type them; the shortest exact decimal.
       out << detail::format_value(*e.value);

@@ -122,6 +122,18 @@ TEST_F(CliConfig, BytesThatAreNotTextNameLineAndColumn) {
   const ParsedOptions p = parse("name: \"a\\x00b\\x7F\"\n");
   EXPECT_EQ(p.get<std::string>("name"), std::string("a\0b\x7F", 4));
   EXPECT_EQ(parse(p.dump_yaml()).get<std::string>("name"), std::string("a\0b\x7F", 4));
+  // Found by fuzz/fuzz_config (stop 27): an escaped carriage return, tab or newline was
+  // written back raw in a plain scalar, which the loader then refused.
+  for (const char* text : {"name: \"\\ri&a\"\n", "name: \"a\\tb\\nc\\x1F\"\n",
+                           "name: \n!ary\"\\x0di&ashift#0\"\n", "train-sets: [\"x\\r\", y]\n"}) {
+    SCOPED_TRACE(text);
+    const ParsedOptions q = parse(text);
+    const ParsedOptions again = parse(q.dump_yaml());
+    if (q.has("name")) {
+      EXPECT_EQ(again.get<std::string>("name"), q.get<std::string>("name"));
+    }
+    EXPECT_EQ(again.get_list("train-sets"), q.get_list("train-sets"));
+  }
 }
 
 TEST_F(CliConfig, UnknownKeyNamesKeyFileAndLine) {
