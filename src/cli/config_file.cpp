@@ -118,20 +118,35 @@ int line_of(const YAML::Node& node) {
   return mark.is_null() ? 0 : mark.line + 1;
 }
 
+// A scalar's text after YAML's escapes. yaml-cpp decodes "\_" and "\N" (U+00A0, U+0085)
+// to single Latin-1 bytes, not UTF-8 (found by fuzz/fuzz_config): such a value would be
+// kept as invalid text and written back unreadable by dump_yaml(), so it is refused here.
+std::string scalar_text(const YAML::Node& node, const Origin& origin) {
+  std::string s = node.Scalar();
+  const size_t bad = utf8::first_invalid(s);
+  if (bad != std::string::npos) {
+    char what[16];
+    std::snprintf(what, sizeof what, "0x%02X", static_cast<unsigned char>(s[bad]));
+    QKV_THROW(ConfigError, origin.name(), ": the value is not valid UTF-8 after its escapes (byte ",
+              what, "); write the character itself, or \\u00A0 for \\_ and \\u0085 for \\N");
+  }
+  return s;
+}
+
 // The strings of `value` for `option`: one for a scalar, one per element for a list.
 std::vector<std::string> raw_strings(const Option& option, const YAML::Node& value,
                                      const Origin& origin) {
   QKV_CHECK(!value.IsNull(), ConfigError, origin.name(), " has no value; write ", origin.key, ": ",
             option.display_metavar(), " or remove the line");
   const bool is_list = option.type() == OptionType::StringList;
-  if (value.IsScalar()) return {value.Scalar()};
+  if (value.IsScalar()) return {scalar_text(value, origin)};
   QKV_CHECK(is_list && value.IsSequence(), ConfigError, origin.name(), ": expected ",
             expected_kind(option.type()), ", got ", kind_name(value));
   std::vector<std::string> raw;
   for (size_t i = 0; i < value.size(); ++i) {
     QKV_CHECK(value[i].IsScalar(), ConfigError, origin.name(), ": element ", i + 1, " is ",
               kind_name(value[i]), ", expected a single value");
-    raw.push_back(value[i].Scalar());
+    raw.push_back(scalar_text(value[i], origin));
   }
   return raw;
 }

@@ -134,6 +134,18 @@ TEST_F(CliConfig, BytesThatAreNotTextNameLineAndColumn) {
     }
     EXPECT_EQ(again.get_list("train-sets"), q.get_list("train-sets"));
   }
+  // Also found by fuzz/fuzz_config: yaml-cpp decodes the escapes \_ and \N to lone
+  // Latin-1 bytes; refused with the key and the way out, which works.
+  EXPECT_TRUE(rejects("name: \"a\\_b\"\n", {":1: key 'name'", "not valid UTF-8 after its escapes",
+                                            "byte 0xA0", "\\u00A0"}));
+  EXPECT_TRUE(rejects("train-sets: [x, \"\\N\"]\n", {"key 'train-sets'", "byte 0x85"}));
+  const ParsedOptions nbsp = parse("name: \"a\\u00A0b\"\n");
+  EXPECT_EQ(nbsp.get<std::string>("name"),
+            "a\xC2\xA0"
+            "b");
+  EXPECT_EQ(parse(nbsp.dump_yaml()).get<std::string>("name"),
+            "a\xC2\xA0"
+            "b");
 }
 
 TEST_F(CliConfig, UnknownKeyNamesKeyFileAndLine) {
