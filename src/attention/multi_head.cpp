@@ -31,6 +31,19 @@ void check_config(int64_t embed_dim, int64_t heads) {
             heads);
 }
 
+// x [N, E] holding the real rows of `rows`' padded batch, else a typed Error naming it.
+void check_packed(const char* name, const Variable& x, const PackedBatch& rows, const Tensor& wq) {
+  const int64_t e = wq.dim(0);
+  QKV_CHECK(x.defined(), ValueError, "MultiHeadAttention: ", name, " is undefined");
+  const Tensor& t = x.value();
+  QKV_CHECK(
+      t.rank() == 2 && t.dim(1) == e && t.dim(0) == int64_t(rows.rows.size()) && t.numel() > 0,
+      ShapeError, "MultiHeadAttention: packed ", name, " ", describe(t),
+      " is not a non-empty [N = ", rows.rows.size(), " packed rows, E = ", e, "]");
+  QKV_CHECK(t.dtype() == wq.dtype(), ValueError, "MultiHeadAttention: ", name, " ", describe(t),
+            " has another dtype than the parameters (", dtype_name(wq.dtype()), ")");
+}
+
 void check_param(std::string_view name, const Variable& p, const Shape& expected, DType dtype,
                  bool optional) {
   if (optional && !p.defined()) return;
@@ -53,36 +66,31 @@ void check_input(const char* name, const Variable& x, const Tensor& wq) {
             " has another dtype than the parameters (", dtype_name(wq.dtype()), ")");
 }
 
-// x [B, T, E] -> x Wᵀ + b split into heads [B, H, T, Dh] (PyTorch's Linear layout; b may
-// be undefined: no bias). The transpose is copied once here: attend_heads() folds heads
+// y [B·T, n·E] (rows of the padded layout) -> n heads [B, H, T, Dh], part i being
+// columns [i·E, (i+1)·E). The transpose is copied once here: attend_heads() folds heads
 // into the batch by a reshape, and a decoder's cache concatenates along T.
-Variable project(const Variable& x, const Variable& w, const Variable& b, int64_t heads) {
-  const Shape& s = x.value().shape();
-  const int64_t e = s[2], dh = e / heads;
-  Variable y = autograd::matmul(autograd::reshape(x, {s[0] * s[1], e}), w,
-                                {.transpose_a = false, .transpose_b = true});  // x Wᵀ
-  if (b.defined()) y = autograd::add_bias(y, b);
-  const Variable bthd = autograd::reshape(y, {s[0], s[1], heads, dh});
-  return autograd::reshape(autograd::transpose(bthd, 1, 2), {s[0], heads, s[1], dh});
+std::vector<Variable> split_heads(const Variable& y, int64_t batch, int64_t length, int64_t n,
+                                  int64_t heads) {
+  const int64_t dh = y.value().dim(1) / (n * heads);
+  auto to_heads = [&](const Variable& bthd) {  // [B, T, H, Dh] -> [B, H, T, Dh]
+    return autograd::reshape(autograd::transpose(bthd, 1, 2), {batch, heads, length, dh});
+  };
+  if (n == 1) return {to_heads(autograd::reshape(y, {batch, length, heads, dh}))};
+  const Variable parts = autograd::reshape(y, {batch, length, n, heads, dh});
+  std::vector<Variable> out;
+  for (int64_t i = 0; i < n; ++i) out.push_back(to_heads(autograd::select(parts, 2, i)));
+  return out;
 }
 
-// x [B, T, E] -> the projections by weights {W_i} (and biases {b_i}, all or none) as ONE
-// GEMM over the stacked weights (autograd::stacked_linear: in place when the weights lie
-// back to back, as make_multi_head registers them), each split into heads [B, H, T, Dh].
-// The same values as project() per weight, up to the GEMM's summation order.
-std::vector<Variable> project_stacked(const Variable& x, const std::vector<Variable>& weights,
-                                      const std::vector<Variable>& biases, int64_t heads) {
-  const Shape& s = x.value().shape();
-  const int64_t e = s[2], dh = e / heads, n = int64_t(weights.size());
-  const Variable y = autograd::stacked_linear(autograd::reshape(x, {s[0] * s[1], e}), weights,
-                                              biases);  // [B*T, n*E]
-  const Variable parts = autograd::reshape(y, {s[0], s[1], n, heads, dh});
-  std::vector<Variable> out;
-  for (int64_t i = 0; i < n; ++i) {
-    const Variable bthd = autograd::select(parts, 2, i);  // [B, T, H, Dh]
-    out.push_back(autograd::reshape(autograd::transpose(bthd, 1, 2), {s[0], heads, s[1], dh}));
-  }
-  return out;
+// Packed rows y [N, C] -> the padded layout's rows [B·T, C], zero at padded positions.
+Variable unpack(const Variable& y, const PackedBatch& rows) {
+  return rows.dense() ? y : autograd::scatter_rows(y, rows.rows, rows.batch * rows.length);
+}
+
+// x [R, E] -> x Wᵀ + b [R, E] (PyTorch's Linear layout; b may be undefined: no bias).
+Variable linear(const Variable& x, const Variable& w, const Variable& b) {
+  const Variable y = autograd::matmul(x, w, {.transpose_a = false, .transpose_b = true});
+  return b.defined() ? autograd::add_bias(y, b) : y;
 }
 
 // Whether every / no bias is defined (stacked_linear takes all or none; a layer with
@@ -92,6 +100,34 @@ bool all_defined(const std::vector<Variable>& v) {
 }
 bool none_defined(const std::vector<Variable>& v) {
   return std::none_of(v.begin(), v.end(), [](const Variable& b) { return b.defined(); });
+}
+
+// x [R, E], rows of the padded [B, T] layout (packed: nullptr when R = B·T) -> the
+// projections by weights {W_i} (and biases {b_i}) as heads [B, H, T, Dh]. Several
+// weights with all or none of their biases: ONE GEMM over the stacked weights
+// (autograd::stacked_linear: in place when the weights lie back to back, as
+// make_multi_head registers them), equal to the GEMM per weight up to the summation
+// order; mixed biases keep a GEMM per weight.
+std::vector<Variable> project_heads(const Variable& x, int64_t batch, int64_t length,
+                                    const PackedBatch* packed, const std::vector<Variable>& weights,
+                                    const std::vector<Variable>& biases, int64_t heads) {
+  auto padded = [&](const Variable& y) { return packed ? unpack(y, *packed) : y; };
+  if (weights.size() > 1 && (all_defined(biases) || none_defined(biases))) {
+    const Variable y = autograd::stacked_linear(
+        x, weights, all_defined(biases) ? biases : std::vector<Variable>{});
+    return split_heads(padded(y), batch, length, int64_t(weights.size()), heads);
+  }
+  std::vector<Variable> out;
+  for (size_t i = 0; i < weights.size(); ++i)
+    out.push_back(
+        split_heads(padded(linear(x, weights[i], biases[i])), batch, length, 1, heads)[0]);
+  return out;
+}
+
+// x [B, T, E] -> its rows [B·T, E] and the layout, for project_heads.
+Variable rows_of(const Variable& x) {
+  const Shape& s = x.value().shape();
+  return autograd::reshape(x, {s[0] * s[1], s[2]});
 }
 
 // heads [B, H, T, Dh] with H and Dh as the layer's, else ShapeError naming them.
@@ -208,32 +244,42 @@ MultiHeadAttention::MultiHeadAttention(MultiHeadParams params, int64_t heads)
     check_param(name, *b, {e}, dtype, true);
 }
 
+PackedBatch PackedBatch::of(std::span<const int64_t> lengths, int64_t length) {
+  PackedBatch p{.batch = int64_t(lengths.size()), .length = length, .rows = {}};
+  for (size_t b = 0; b < lengths.size(); ++b) {
+    QKV_CHECK(lengths[b] >= 1 && lengths[b] <= length, ValueError, "PackedBatch: lengths[", b,
+              "] = ", lengths[b], " is outside [1, T = ", length, "]");
+    for (int64_t t = 0; t < lengths[b]; ++t) p.rows.push_back(int64_t(b) * length + t);
+  }
+  return p;
+}
+
 Variable MultiHeadAttention::project_queries(const Variable& x) const {
   check_input("query", x, params_.wq.value());
-  return project(x, params_.wq, params_.bq, heads_);
+  return project_heads(rows_of(x), x.value().dim(0), x.value().dim(1), nullptr, {params_.wq},
+                       {params_.bq}, heads_)[0];
 }
 
 Variable MultiHeadAttention::project_keys(const Variable& x) const {
   check_input("key", x, params_.wq.value());
-  return project(x, params_.wk, params_.bk, heads_);
+  return project_heads(rows_of(x), x.value().dim(0), x.value().dim(1), nullptr, {params_.wk},
+                       {params_.bk}, heads_)[0];
 }
 
 Variable MultiHeadAttention::project_values(const Variable& x) const {
   check_input("value", x, params_.wq.value());
-  return project(x, params_.wv, params_.bv, heads_);
+  return project_heads(rows_of(x), x.value().dim(0), x.value().dim(1), nullptr, {params_.wv},
+                       {params_.bv}, heads_)[0];
 }
 
 // One GEMM for Q, K and V (issue 13): [B*T, E] x [E, 3E] instead of three [E, E]
-// products; in backward one GEMM for dx and one for the stacked dW. The per-weight path
-// stays for layers whose biases are mixed (some defined, some not).
+// products; in backward one GEMM for dx and one for the stacked dW.
 QueryKeyValueHeads MultiHeadAttention::project_self(const Variable& x) const {
   check_input("query", x, params_.wq.value());
   const MultiHeadParams& p = params_;
-  const std::vector<Variable> biases{p.bq, p.bk, p.bv};
-  if (!all_defined(biases) && !none_defined(biases))
-    return {project_queries(x), project_keys(x), project_values(x)};
-  const std::vector<Variable> h = project_stacked(
-      x, {p.wq, p.wk, p.wv}, all_defined(biases) ? biases : std::vector<Variable>{}, heads_);
+  const std::vector<Variable> h =
+      project_heads(rows_of(x), x.value().dim(0), x.value().dim(1), nullptr, {p.wq, p.wk, p.wv},
+                    {p.bq, p.bk, p.bv}, heads_);
   return {h[0], h[1], h[2]};
 }
 
@@ -241,17 +287,38 @@ QueryKeyValueHeads MultiHeadAttention::project_self(const Variable& x) const {
 KeyValueHeads MultiHeadAttention::project_key_values(const Variable& memory) const {
   check_input("key", memory, params_.wq.value());
   const MultiHeadParams& p = params_;
-  const std::vector<Variable> biases{p.bk, p.bv};
-  if (!all_defined(biases) && !none_defined(biases))
-    return {project_keys(memory), project_values(memory)};
-  const std::vector<Variable> h = project_stacked(
-      memory, {p.wk, p.wv}, all_defined(biases) ? biases : std::vector<Variable>{}, heads_);
+  const std::vector<Variable> h =
+      project_heads(rows_of(memory), memory.value().dim(0), memory.value().dim(1), nullptr,
+                    {p.wk, p.wv}, {p.bk, p.bv}, heads_);
   return {h[0], h[1]};
 }
 
-MultiHeadOutput MultiHeadAttention::attend_heads(const Variable& queries, const Variable& keys,
-                                                 const Variable& values, const MaskSpec& mask,
-                                                 const MultiHeadOptions& options) const {
+Variable MultiHeadAttention::project_queries(const Variable& x, const PackedBatch& rows) const {
+  check_packed("query", x, rows, params_.wq.value());
+  return project_heads(x, rows.batch, rows.length, &rows, {params_.wq}, {params_.bq}, heads_)[0];
+}
+
+QueryKeyValueHeads MultiHeadAttention::project_self(const Variable& x,
+                                                    const PackedBatch& rows) const {
+  check_packed("query", x, rows, params_.wq.value());
+  const MultiHeadParams& p = params_;
+  const std::vector<Variable> h = project_heads(x, rows.batch, rows.length, &rows,
+                                                {p.wq, p.wk, p.wv}, {p.bq, p.bk, p.bv}, heads_);
+  return {h[0], h[1], h[2]};
+}
+
+KeyValueHeads MultiHeadAttention::project_key_values(const Variable& memory,
+                                                     const PackedBatch& rows) const {
+  check_packed("key", memory, rows, params_.wq.value());
+  const MultiHeadParams& p = params_;
+  const std::vector<Variable> h =
+      project_heads(memory, rows.batch, rows.length, &rows, {p.wk, p.wv}, {p.bk, p.bv}, heads_);
+  return {h[0], h[1]};
+}
+
+MultiHeadAttention::Context MultiHeadAttention::attend_context(
+    const Variable& queries, const Variable& keys, const Variable& values, const MaskSpec& mask,
+    const MultiHeadOptions& options) const {
   const Tensor& wq = params_.wq.value();
   check_heads("queries", queries, heads_, wq);
   check_heads("keys", keys, heads_, wq);
@@ -276,14 +343,40 @@ MultiHeadOutput MultiHeadAttention::attend_heads(const Variable& queries, const 
                     .weights_need_grad = options.weights_need_grad,
                     .fused = options.fused});
   }
-  const Variable merged = merge_heads(heads.context, batch, heads_);  // [B·Tq, E]
-  Variable y = autograd::matmul(merged, params_.wo, {.transpose_a = false, .transpose_b = true});
-  if (params_.bo.defined()) y = autograd::add_bias(y, params_.bo);
-  MultiHeadOutput out;
-  out.output = autograd::reshape(y, {batch, dims.queries, wq.dim(0)});
+  Context c;
+  c.merged = merge_heads(heads.context, batch, heads_);  // [B·Tq, E]
   if (options.need_weights)
-    out.weights = head_weights(heads.weights, batch, heads_, options.head_weights);
+    c.weights = head_weights(heads.weights, batch, heads_, options.head_weights);
+  return c;
+}
+
+MultiHeadOutput MultiHeadAttention::attend_heads(const Variable& queries, const Variable& keys,
+                                                 const Variable& values, const MaskSpec& mask,
+                                                 const MultiHeadOptions& options) const {
+  Context c = attend_context(queries, keys, values, mask, options);
+  const Shape& q = queries.value().shape();
+  MultiHeadOutput out;
+  out.output =
+      autograd::reshape(linear(c.merged, params_.wo, params_.bo), {q[0], q[2], embed_dim()});
+  out.weights = std::move(c.weights);
   return out;
+}
+
+// The context of every padded query row is merged (the kernel computes them anyway, a
+// few rows of attention), but only the real rows reach W_o.
+Variable MultiHeadAttention::attend_heads(const Variable& queries, const Variable& keys,
+                                          const Variable& values, const MaskSpec& mask,
+                                          const PackedBatch& query_rows) const {
+  check_heads("queries", queries, heads_, params_.wq.value());
+  const Shape& q = queries.value().shape();
+  QKV_CHECK(q[0] == query_rows.batch && q[2] == query_rows.length, ShapeError,
+            "MultiHeadAttention::attend_heads: queries ", describe(queries.value()),
+            " are not the heads of the packed batch [B = ", query_rows.batch,
+            ", T = ", query_rows.length, "]");
+  const Context c = attend_context(queries, keys, values, mask, {});
+  const Variable real =
+      query_rows.dense() ? c.merged : autograd::gather_rows(c.merged, query_rows.rows);
+  return linear(real, params_.wo, params_.bo);
 }
 
 MultiHeadOutput MultiHeadAttention::forward(const Variable& query, const Variable& key,

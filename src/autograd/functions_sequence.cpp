@@ -1,7 +1,9 @@
 // Differentiable concat, stack and select. Their backward functions hand out views of dy
 // (concat) or add into a slice of the input's gradient (select), so none copies a whole
 // sequence per step.
+#include <memory>
 #include <utility>
+#include <vector>
 
 #include "detail/record.h"
 #include "qkv/autograd/functions_recurrent.h"
@@ -13,6 +15,8 @@ namespace {
 const OpRegistration kConcat("concat");
 const OpRegistration kStack("stack");
 const OpRegistration kSelect("select");
+const OpRegistration kGatherRows("gather_rows");
+const OpRegistration kScatterRows("scatter_rows");
 
 std::vector<TensorView> values_of(const std::vector<Variable>& parts) {
   std::vector<TensorView> views;
@@ -58,6 +62,22 @@ Variable select(const Variable& x, int axis, int64_t index) {
     // its own slice in place.
     if (!x.grad().defined()) x.accumulate_grad(Tensor::zeros(x.value().shape(), x.value().dtype()));
     ops::accumulate_select_into(x.grad(), a, index, dy);
+  });
+}
+
+Variable gather_rows(const Variable& x, std::span<const int64_t> rows) {
+  Tensor y = ops::gather_rows(x.value(), rows);
+  auto kept = std::make_shared<const std::vector<int64_t>>(rows.begin(), rows.end());
+  return detail::record(kGatherRows, y, {x}, [x, kept](const Tensor& dy) {
+    if (x.requires_grad()) accumulate(x, ops::scatter_rows(dy, *kept, x.value().dim(0)));
+  });
+}
+
+Variable scatter_rows(const Variable& x, std::span<const int64_t> rows, int64_t row_count) {
+  Tensor y = ops::scatter_rows(x.value(), rows, row_count);
+  auto kept = std::make_shared<const std::vector<int64_t>>(rows.begin(), rows.end());
+  return detail::record(kScatterRows, y, {x}, [x, kept](const Tensor& dy) {
+    if (x.requires_grad()) accumulate(x, ops::gather_rows(dy, *kept));
   });
 }
 

@@ -5,10 +5,36 @@
 #include "detail/transformer_layers.h"
 #include "qkv/autograd/functions.h"
 #include "qkv/nn/positions.h"
+#include "qkv/ops/sequence.h"
 #include "qkv/ops/softmax.h"
 
 namespace qkv::models {
+namespace {
+
+using attention::PackedBatch;
+
+// x [B, T, E] -> its real positions [N, E] (a reshape when there is no padding).
+autograd::Variable pack(const autograd::Variable& x, const PackedBatch& rows) {
+  const Shape& s = x.value().shape();
+  const autograd::Variable flat = autograd::reshape(x, {s[0] * s[1], s[2]});
+  return rows.dense() ? flat : autograd::gather_rows(flat, rows.rows);
+}
+
+// x [N, E] at the real positions -> [B, T, E], zero at the padded ones.
+autograd::Variable unpack(const autograd::Variable& x, const PackedBatch& rows) {
+  const int64_t e = x.value().dim(1);
+  const autograd::Variable flat =
+      rows.dense() ? x : autograd::scatter_rows(x, rows.rows, rows.batch * rows.length);
+  return autograd::reshape(flat, {rows.batch, rows.length, e});
+}
+
+}  // namespace
+
 namespace detail {
+
+// Training runs on packed rows (attention::PackedBatch): embeddings, dropout, every
+// LayerNorm, projection, FFN and residual see the real positions only; the attention
+// kernel alone sees the padded heads. Unbucketed batches are often a third padding.
 
 class TransformerLayers {
  public:
@@ -30,28 +56,34 @@ class TransformerLayers {
                             c.dim_ffn);
   }
 
-  // src [B, Ts] -> memory [B, Ts, E] (after the final LayerNorm). input (optional)
-  // receives the encoder's input [B, Ts, E] before dropout (EncoderTaps::input).
-  Variable encode(const Tensor& src, std::span<const int64_t> lengths, Variable* input = nullptr) {
+  // src [B, Ts] -> memory [Ns, E] at the real source positions `rows` (after the final
+  // LayerNorm). input (optional) receives the encoder's input [B, Ts, E] before dropout
+  // (EncoderTaps::input).
+  Variable encode(const Tensor& src, const PackedBatch& rows, std::span<const int64_t> lengths,
+                  Variable* input = nullptr) {
     check_length("src", src.dim(1));
     const Variable embedded = positions_.forward(tables_.source(src));
     if (input != nullptr) *input = embedded;
-    Variable x = encoder_dropout_.forward(embedded);
-    for (EncoderLayer& layer : encoder_) x = layer.forward(x, lengths, encoder_dropout_);
+    Variable x = encoder_dropout_.forward(pack(embedded, rows));
+    for (EncoderLayer& layer : encoder_) x = layer.forward(x, rows, lengths, encoder_dropout_);
     return encoder_norm_.forward(x);
   }
 
-  // tgt_in [B, Tt] -> the decoder's output [B, Tt, E] (after the final LayerNorm), the
-  // input of the output projection.
-  Variable decode(const Tensor& tgt_in, const Variable& memory, std::span<const int64_t> lengths) {
+  // tgt_in [B, Tt] -> the decoder's output [Nt, E] at the real target positions
+  // target_rows (after the final LayerNorm), the input of the output projection; memory
+  // [Ns, E] at source_rows, lengths [B] the source lengths.
+  Variable decode(const Tensor& tgt_in, const PackedBatch& target_rows, const Variable& memory,
+                  const PackedBatch& source_rows, std::span<const int64_t> lengths) {
     check_length("tgt_in", tgt_in.dim(1));
-    Variable x = decoder_dropout_.forward(positions_.forward(tables_.target(tgt_in)));
-    for (DecoderLayer& layer : decoder_) x = layer.forward(x, memory, lengths, decoder_dropout_);
+    Variable x =
+        decoder_dropout_.forward(pack(positions_.forward(tables_.target(tgt_in)), target_rows));
+    for (DecoderLayer& layer : decoder_)
+      x = layer.forward(x, target_rows, memory, source_rows, lengths, decoder_dropout_);
     return decoder_norm_.forward(x);
   }
-  // h [B, Tt, E] -> logits [B, Tt, V].
+  // h [..., E] -> logits [..., V].
   Variable project(const Variable& h) const { return tables_.project(h); }
-  // h [B, Tt, E], tgt_out [B, Tt] -> [] the fused projection + loss.
+  // h [N, E], targets [N] -> [] the fused projection + loss.
   Variable loss(const Variable& h, const Tensor& tgt_out,
                 const ops::CrossEntropyOptions& options) const {
     return tables_.loss(h, tgt_out, options);
@@ -158,7 +190,10 @@ Transformer::~Transformer() = default;
 EncoderOutput Transformer::encode(const Tensor& src, std::span<const int64_t> src_lengths) {
   detail::check_sequences("src", src, src_lengths);
   const autograd::NoGradGuard no_grad;
-  return {layers_->encode(src, src_lengths).value(), {src_lengths.begin(), src_lengths.end()}, {}};
+  const PackedBatch rows = PackedBatch::of(src_lengths, src.dim(1));
+  return {unpack(layers_->encode(src, rows, src_lengths), rows).value(),
+          {src_lengths.begin(), src_lengths.end()},
+          {}};
 }
 
 std::unique_ptr<DecoderState> Transformer::initial_state(const EncoderOutput& encoded) {
@@ -210,8 +245,8 @@ autograd::Variable Transformer::forward_train(const Tensor& src,
                                               std::span<const int64_t> src_lengths,
                                               const Tensor& tgt_in,
                                               std::span<const int64_t> tgt_lengths) {
-  EncoderTaps unused;
-  return forward_train_tapped(src, src_lengths, tgt_in, tgt_lengths, unused);
+  const DecoderOutput d = decoder_output(src, src_lengths, tgt_in, tgt_lengths, nullptr);
+  return layers_->project(unpack(d.hidden, d.target_rows));
 }
 
 autograd::Variable Transformer::forward_train_loss(const Tensor& src,
@@ -220,9 +255,14 @@ autograd::Variable Transformer::forward_train_loss(const Tensor& src,
                                                    std::span<const int64_t> tgt_lengths,
                                                    const Tensor& tgt_out,
                                                    const ops::CrossEntropyOptions& options) {
-  EncoderTaps unused;
-  return layers_->loss(decoder_output(src, src_lengths, tgt_in, tgt_lengths, unused), tgt_out,
-                       options);
+  QKV_CHECK(tgt_out.defined() && tgt_out.shape() == tgt_in.shape(), ShapeError,
+            "forward_train_loss: tgt_out ", tgt_out.defined() ? describe(tgt_out) : "undefined",
+            " is not shaped like tgt_in ", describe(tgt_in));
+  const DecoderOutput d = decoder_output(src, src_lengths, tgt_in, tgt_lengths, nullptr);
+  // The targets of the real positions, in the decoder output's row order.
+  const Tensor flat = tgt_out.contiguous().reshape({tgt_out.numel()});
+  const Tensor targets = d.target_rows.dense() ? flat : ops::gather_rows(flat, d.target_rows.rows);
+  return layers_->loss(d.hidden, targets, options);
 }
 
 autograd::Variable Transformer::forward_train_tapped(const Tensor& src,
@@ -230,23 +270,34 @@ autograd::Variable Transformer::forward_train_tapped(const Tensor& src,
                                                      const Tensor& tgt_in,
                                                      std::span<const int64_t> tgt_lengths,
                                                      EncoderTaps& taps) {
-  return layers_->project(decoder_output(src, src_lengths, tgt_in, tgt_lengths, taps));
+  const DecoderOutput d = decoder_output(src, src_lengths, tgt_in, tgt_lengths, &taps);
+  return layers_->project(unpack(d.hidden, d.target_rows));
 }
 
-autograd::Variable Transformer::decoder_output(const Tensor& src,
-                                               std::span<const int64_t> src_lengths,
-                                               const Tensor& tgt_in,
-                                               std::span<const int64_t> tgt_lengths,
-                                               EncoderTaps& taps) {
+Transformer::DecoderOutput Transformer::decoder_output(const Tensor& src,
+                                                       std::span<const int64_t> src_lengths,
+                                                       const Tensor& tgt_in,
+                                                       std::span<const int64_t> tgt_lengths,
+                                                       EncoderTaps* taps) {
   detail::check_sequences("src", src, src_lengths);
   detail::check_sequences("tgt_in", tgt_in, tgt_lengths);
   QKV_CHECK(src.dim(0) == tgt_in.dim(0), ShapeError, "forward_train: src ", describe(src),
             " and tgt_in ", describe(tgt_in), " differ in batch size");
+  const PackedBatch source_rows = PackedBatch::of(src_lengths, src.dim(1));
+  DecoderOutput out{.hidden = {}, .target_rows = PackedBatch::of(tgt_lengths, tgt_in.dim(1))};
   autograd::Variable input;
-  const autograd::Variable memory = layers_->encode(src, src_lengths, &input);
-  taps = {input, memory, {}};
-  taps.retain_grads();
-  return layers_->decode(tgt_in, memory, src_lengths);
+  autograd::Variable memory =
+      layers_->encode(src, source_rows, src_lengths, taps != nullptr ? &input : nullptr);
+  if (taps != nullptr) {
+    // The taps are padded [B, Ts, E]; the decoder reads memory back from that Variable,
+    // so the tap's gradient is all of memory's.
+    const autograd::Variable padded = unpack(memory, source_rows);
+    *taps = {input, padded, {}};
+    taps->retain_grads();
+    memory = pack(padded, source_rows);
+  }
+  out.hidden = layers_->decode(tgt_in, out.target_rows, memory, source_rows, src_lengths);
+  return out;
 }
 
 void Transformer::set_training(bool training) {

@@ -51,6 +51,34 @@ void check_parts(std::string_view op, std::span<const TensorView> parts) {
   for (size_t i = 1; i < parts.size(); ++i) detail::check_same_dtype(op, parts[0], parts[i]);
 }
 
+void check_rows(std::string_view op, std::span<const int64_t> rows, int64_t row_count) {
+  for (size_t i = 0; i < rows.size(); ++i)
+    QKV_CHECK(rows[i] >= 0 && rows[i] < row_count && (i == 0 || rows[i] > rows[i - 1]), IndexError,
+              op, ": rows[", i, "] = ", rows[i], " is not in [",
+              i == 0 ? int64_t{0} : rows[i - 1] + 1, ", ", row_count,
+              ") (rows must be strictly increasing row indices)");
+}
+
+// Bytes of one row (axis 0) of x.
+int64_t row_bytes(const TensorView& x) {
+  return x.dim(0) == 0 ? 0 : x.numel() / x.dim(0) * int64_t(dtype_size(x.dtype()));
+}
+
+// Copies row pairs (to_row(i), from_row(i)) of `width` bytes for i in [0, n), split over
+// the pool in blocks of about 64 KiB: a copy per element never changes a result.
+template <class ToRow, class FromRow>
+void copy_rows(const void* from, void* to, int64_t n, int64_t width, ToRow to_row,
+               FromRow from_row) {
+  if (width == 0) return;
+  const auto* src = static_cast<const char*>(from);
+  auto* dst = static_cast<char*>(to);
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / width);
+  parallel_for(0, n, grain, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      std::memcpy(dst + to_row(i) * width, src + from_row(i) * width, size_t(width));
+  });
+}
+
 }  // namespace
 
 Tensor concat(std::span<const TensorView> parts, int axis) {
@@ -164,6 +192,33 @@ void accumulate_select_into(const Tensor& dst, int axis, int64_t index, const Te
                    o.inner);
     });
   });
+}
+
+Tensor gather_rows(const TensorView& x, std::span<const int64_t> rows) {
+  detail::check_min_rank("gather_rows", "x", x, 1);
+  check_rows("gather_rows", rows, x.dim(0));
+  const detail::ContiguousInput cx(x);
+  Tensor out = Tensor::empty(x.shape().with_dim(0, int64_t(rows.size())), x.dtype());
+  const int64_t width = row_bytes(x);
+  copy_rows(
+      cx.view().raw_data(), out.view().raw_data(), int64_t(rows.size()), width,
+      [](int64_t i) { return i; }, [rows](int64_t i) { return rows[size_t(i)]; });
+  return out;
+}
+
+Tensor scatter_rows(const TensorView& x, std::span<const int64_t> rows, int64_t row_count) {
+  detail::check_min_rank("scatter_rows", "x", x, 1);
+  QKV_CHECK(x.dim(0) == int64_t(rows.size()), ShapeError, "scatter_rows: x ", describe(x), " has ",
+            x.dim(0), " rows for ", rows.size(), " row indices");
+  QKV_CHECK(row_count >= 0, ShapeError, "scatter_rows: row_count ", row_count, " is negative");
+  check_rows("scatter_rows", rows, row_count);
+  const detail::ContiguousInput cx(x);
+  Tensor out = Tensor::zeros(x.shape().with_dim(0, row_count), x.dtype());
+  const int64_t width = row_bytes(x);
+  copy_rows(
+      cx.view().raw_data(), out.view().raw_data(), int64_t(rows.size()), width,
+      [rows](int64_t i) { return rows[size_t(i)]; }, [](int64_t i) { return i; });
+  return out;
 }
 
 }  // namespace qkv::ops

@@ -242,6 +242,75 @@ TEST(MultiHeadSteps, ProjectSelfStackedInPlaceOrCopiedEqualsSeparateProjections)
   }
 }
 
+// Packed rows (the Transformer's training path) against the padded calls: the same
+// output and gradients at the real positions, zero heads at the padded ones.
+TEST(MultiHeadSteps, PackedRowsEqualThePaddedBatchAtItsRealPositions) {
+  const DType f64 = DType::F64;
+  const MultiHeadAttention mha = random_mha(8, 2, f64);
+  const std::vector<int64_t> tgt_lengths{3, 1, 2}, src_lengths{2, 4, 4};
+  const PackedBatch tgt = PackedBatch::of(tgt_lengths, 3), src = PackedBatch::of(src_lengths, 4);
+  EXPECT_EQ(tgt.rows, (std::vector<int64_t>{0, 1, 2, 3, 6, 7}));
+  const Tensor x = random_tensor({3, 3, 8}, f64, 1), memory = random_tensor({3, 4, 8}, f64, 2);
+  const Tensor weights_out = random_tensor({6, 8}, f64, 3);  // the loss Σ y ⊙ R
+  auto grads_of = [&](const Variable& y) {
+    autograd::backward(autograd::sum(autograd::mul(y, leaf(weights_out, false))));
+    std::vector<Tensor> g;
+    for (const Variable* p : {&mha.params().wq, &mha.params().wk, &mha.params().wv,
+                              &mha.params().wo, &mha.params().bq, &mha.params().bo}) {
+      g.push_back(p->grad().clone());
+      p->zero_grad();
+    }
+    return g;
+  };
+  for (const bool self : {true, false}) {
+    SCOPED_TRACE(self ? "self-attention" : "cross-attention");
+    const Variable xp = leaf(x, true), mp = leaf(memory, true);
+    const MaskSpec mask = self ? MaskSpec{.causal = true}
+                               : MaskSpec{.key_lengths = {src_lengths.begin(), src_lengths.end()}};
+    Variable padded_y;
+    if (self) {
+      const QueryKeyValueHeads h = mha.project_self(xp);
+      padded_y = mha.attend_heads(h.queries, h.keys, h.values, mask).output;
+    } else {
+      const KeyValueHeads kv = mha.project_key_values(mp);
+      padded_y = mha.attend_heads(mha.project_queries(xp), kv.keys, kv.values, mask).output;
+    }
+    const Variable padded_real =
+        autograd::gather_rows(autograd::reshape(padded_y, {9, 8}), tgt.rows);
+    const std::vector<Tensor> padded_grads = grads_of(padded_real);
+
+    const Variable xq = leaf(ops::gather_rows(x.reshape({9, 8}), tgt.rows), true);
+    const Variable mq = leaf(ops::gather_rows(memory.reshape({12, 8}), src.rows), true);
+    Variable packed_y;
+    if (self) {
+      const QueryKeyValueHeads h = mha.project_self(xq, tgt);
+      const Tensor& k = h.keys.value();  // [B, H, T, Dh]: row 1 holds one real position
+      for (int64_t t = 1; t < 3; ++t)
+        for (int64_t hd = 0; hd < 2; ++hd)
+          for (int64_t d = 0; d < 4; ++d) EXPECT_EQ(k.at<double>({1, hd, t, d}), 0.0);
+      packed_y = mha.attend_heads(h.queries, h.keys, h.values, mask, tgt);
+    } else {
+      const KeyValueHeads kv = mha.project_key_values(mq, src);
+      packed_y = mha.attend_heads(mha.project_queries(xq, tgt), kv.keys, kv.values, mask, tgt);
+    }
+    EXPECT_EQ(packed_y.value().shape(), (Shape{6, 8}));
+    EXPECT_TRUE(all_close(packed_y.value(), padded_real.value(), 1e-12, 1e-12));
+    const std::vector<Tensor> packed_grads = grads_of(packed_y);
+    for (size_t i = 0; i < packed_grads.size(); ++i)
+      EXPECT_TRUE(all_close(packed_grads[i], padded_grads[i], 1e-12, 1e-12)) << "parameter " << i;
+    const Tensor dx = ops::gather_rows(xp.grad().reshape({9, 8}), tgt.rows);
+    EXPECT_TRUE(all_close(xq.grad(), dx, 1e-12, 1e-12));
+    if (!self) {
+      const Tensor dm = ops::gather_rows(mp.grad().reshape({12, 8}), src.rows);
+      EXPECT_TRUE(all_close(mq.grad(), dm, 1e-12, 1e-12));
+    }
+  }
+  // Rows that are not the packed batch's, lengths outside [1, T]: typed errors naming them.
+  EXPECT_THROW(mha.project_self(leaf(random_tensor({5, 8}, f64, 4), false), tgt), ShapeError);
+  EXPECT_THROW(PackedBatch::of(std::vector<int64_t>{2, 0}, 3), ValueError);
+  EXPECT_THROW(PackedBatch::of(std::vector<int64_t>{4}, 3), ValueError);
+}
+
 TEST(MultiHeadSteps, AttendHeadsRejectsHeadsOfAnotherShape) {
   const MultiHeadAttention mha = random_mha(8, 2, DType::F32);
   const Variable good = leaf(random_tensor({2, 2, 3, 4}, DType::F32, 8), false);

@@ -207,6 +207,15 @@ void add_recurrent_cases(std::map<std::string, std::vector<GradCase>>& t) {
                  {"[3, 4] rows 0 and 2, multiplied", {{3, 4}}, [](const Vars& v) {
                     return project(mul(select(v[0], 0, 0), select(v[0], 0, 2)));
                   }}};
+  // The real rows of a padded [B = 2, T = 3] batch with lengths 2 and 1.
+  static const std::vector<int64_t> kRows{0, 1, 3};
+  t["gather_rows"] = {
+      unary("[6, 4] rows 0, 1, 3", {6, 4}, [](const Variable& x) { return gather_rows(x, kRows); }),
+      {"[6, 2, 3] packed, then unpacked", {{6, 2, 3}}, [](const Vars& v) {
+         return project(scatter_rows(gather_rows(v[0], kRows), kRows, 6));
+       }}};
+  t["scatter_rows"] = {unary("[3, 5] into 6 rows", {3, 5},
+                             [](const Variable& x) { return scatter_rows(x, kRows, 6); })};
 }
 
 std::map<std::string, std::vector<GradCase>> build_table() {

@@ -27,11 +27,11 @@ EncoderLayer::EncoderLayer(nn::ParameterStore& store, const std::string& prefix,
       ffn_norm_(store, nn::child_name(prefix, "ffn_norm"), dim),
       ffn_(store, nn::child_name(prefix, "ffn"), dim, ffn) {}
 
-Variable EncoderLayer::forward(const Variable& x, std::span<const int64_t> lengths,
-                               nn::Dropout& dropout) {
-  const attention::QueryKeyValueHeads qkv = attn_.project_self(attn_norm_.forward(x));
+Variable EncoderLayer::forward(const Variable& x, const attention::PackedBatch& rows,
+                               std::span<const int64_t> lengths, nn::Dropout& dropout) {
+  const attention::QueryKeyValueHeads qkv = attn_.project_self(attn_norm_.forward(x), rows);
   const Variable a =
-      attn_.attend_heads(qkv.queries, qkv.keys, qkv.values, key_padding(lengths)).output;
+      attn_.attend_heads(qkv.queries, qkv.keys, qkv.values, key_padding(lengths), rows);
   const Variable h = residual(x, a, dropout);
   return residual(h, ffn_.forward(ffn_norm_.forward(h)), dropout);
 }
@@ -45,19 +45,22 @@ DecoderLayer::DecoderLayer(nn::ParameterStore& store, const std::string& prefix,
       ffn_norm_(store, nn::child_name(prefix, "ffn_norm"), dim),
       ffn_(store, nn::child_name(prefix, "ffn"), dim, ffn) {}
 
-Variable DecoderLayer::forward(const Variable& x, const Variable& memory,
+Variable DecoderLayer::forward(const Variable& x, const attention::PackedBatch& target_rows,
+                               const Variable& memory, const attention::PackedBatch& source_rows,
                                std::span<const int64_t> lengths, nn::Dropout& dropout) {
   // Causal: position i sees targets 0..i. Target padding needs no mask: it comes after
   // every real position, so causality already hides it from them.
-  const attention::QueryKeyValueHeads self = self_attn_.project_self(self_norm_.forward(x));
+  const attention::QueryKeyValueHeads self =
+      self_attn_.project_self(self_norm_.forward(x), target_rows);
   const Variable s =
-      self_attn_.attend_heads(self.queries, self.keys, self.values, {.causal = true}).output;
+      self_attn_.attend_heads(self.queries, self.keys, self.values, {.causal = true}, target_rows);
   Variable h = residual(x, s, dropout);
   // Memory's keys and values before the queries: the order the tape recorded them in
   // before this layer used attention::MultiHeadAttention (bitwise-equal training).
-  const attention::KeyValueHeads kv = cross_attn_.project_key_values(memory);
-  const Variable q = cross_attn_.project_queries(cross_norm_.forward(h));
-  const Variable c = cross_attn_.attend_heads(q, kv.keys, kv.values, key_padding(lengths)).output;
+  const attention::KeyValueHeads kv = cross_attn_.project_key_values(memory, source_rows);
+  const Variable q = cross_attn_.project_queries(cross_norm_.forward(h), target_rows);
+  const Variable c =
+      cross_attn_.attend_heads(q, kv.keys, kv.values, key_padding(lengths), target_rows);
   h = residual(h, c, dropout);
   return residual(h, ffn_.forward(ffn_norm_.forward(h)), dropout);
 }

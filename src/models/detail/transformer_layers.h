@@ -27,8 +27,10 @@ class EncoderLayer {
  public:
   EncoderLayer(nn::ParameterStore& store, const std::string& prefix, int64_t dim, int64_t heads,
                int64_t ffn);
-  // x [B, Ts, E], lengths [B] (key padding) -> [B, Ts, E].
-  Variable forward(const Variable& x, std::span<const int64_t> lengths, nn::Dropout& dropout);
+  // x [N, E]: the real positions of the padded batch `rows` (attention::PackedBatch),
+  // lengths [B] (key padding) -> [N, E].
+  Variable forward(const Variable& x, const attention::PackedBatch& rows,
+                   std::span<const int64_t> lengths, nn::Dropout& dropout);
 
  private:
   nn::LayerNorm attn_norm_;
@@ -56,10 +58,12 @@ class DecoderLayer {
   DecoderLayer(nn::ParameterStore& store, const std::string& prefix, int64_t dim, int64_t heads,
                int64_t ffn);
 
-  // Teacher forcing: x [B, Tt, E], memory [B, Ts, E] (the encoder's normalised output),
-  // lengths [B] -> [B, Tt, E].
-  Variable forward(const Variable& x, const Variable& memory, std::span<const int64_t> lengths,
-                   nn::Dropout& dropout);
+  // Teacher forcing on packed rows: x [Nt, E] (the real target positions, target_rows),
+  // memory [Ns, E] (the encoder's normalised output at the real source positions,
+  // source_rows), source lengths [B] -> [Nt, E].
+  Variable forward(const Variable& x, const attention::PackedBatch& target_rows,
+                   const Variable& memory, const attention::PackedBatch& source_rows,
+                   std::span<const int64_t> lengths, nn::Dropout& dropout);
 
   // The cross-attention keys and values of memory [B, Ts, E], computed once per source.
   void prepare(const Variable& memory, LayerCache& cache) const;

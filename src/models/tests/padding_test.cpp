@@ -2,8 +2,12 @@
 // decoding steps as the same sentence inside a padded batch.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "model_test_util.h"
 #include "qkv/autograd/variable.h"
+#include "qkv/nn/parameters.h"
 #include "qkv/ops/sequence.h"
 #include "qkv/testing/tensors.h"
 
@@ -47,6 +51,37 @@ TEST_P(Padding, SentenceAloneEqualsInsidePaddedBatch) {
                             row(stepped.attention[size_t(t)], b).slice(1, 0, ts), 1e-5, 1e-5));
     }
   }
+}
+
+// The Transformer trains on its real positions only (attention::PackedBatch): no
+// LayerNorm, projection or FFN sees a padded position. Poison the pad id's embedding row
+// in both tables: had any layer computed a padded row, its NaN would reach a weight
+// gradient (x_padᵀ · 0 is NaN) or the loss.
+TEST(PaddingWork, TransformerTrainingNeverComputesAPaddedPosition) {
+  ModelConfig config = tiny_transformer();
+  config.tied_embeddings = false;
+  config.dropout = 0.1;
+  const std::unique_ptr<Seq2Seq> model = make_model(config, 11);
+  model->set_training(true);
+  nn::ParameterStore& store = model->parameters();
+  for (const char* table : {"encoder.embeddings.weight", "decoder.embeddings.weight"}) {
+    const Tensor& w = store.get(table).value();
+    for (int64_t e = 0; e < w.dim(1); ++e) w.at<float>({0, e}) = std::nanf("");
+  }
+  const Batch batch = sample_batch();
+  const autograd::Variable loss =
+      model->forward_train_loss(batch.src, batch.src_lengths, batch.tgt_in, batch.tgt_lengths,
+                                batch.tgt_out, {.label_smoothing = 0.1, .ignore_index = 0});
+  ASSERT_TRUE(std::isfinite(loss.value().data<float>()[0]));
+  autograd::backward(loss);
+  for (const nn::Parameter& p : store.parameters()) {
+    const std::vector<float> g = p.variable.grad().to_vector<float>();
+    EXPECT_TRUE(std::ranges::all_of(g, [](float v) { return std::isfinite(v); })) << p.name;
+  }
+  // Inference too: the encoder's memory is zero at padded positions, not NaN.
+  const EncoderOutput enc = model->encode(batch.src, batch.src_lengths);
+  const std::vector<float> memory = enc.memory.to_vector<float>();
+  EXPECT_TRUE(std::ranges::all_of(memory, [](float v) { return std::isfinite(v); }));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Padding, ::testing::ValuesIn(all_variants()),

@@ -65,6 +65,11 @@ void append_recurrent_cases(std::vector<OpCase>& cases) {
                      return Outputs{ops::select(owned(in[0]), 1, 2),
                                     ops::select_backward(in[1], in[0].shape(), 1, 2), acc};
                    }});
+  cases.push_back(
+      {"gather_scatter_rows", {{{6, 4}}, {{3, 4}}}, [](const Views& in) {
+         const std::vector<int64_t> rows{0, 1, 3};
+         return Outputs{ops::gather_rows(in[0], rows), ops::scatter_rows(in[1], rows, 6)};
+       }});
 }
 
 }  // namespace qkv::testing

@@ -8,6 +8,7 @@
 #include "qkv/ops/matmul.h"
 #include "qkv/ops/normalize.h"
 #include "qkv/ops/reduce.h"
+#include "qkv/ops/sequence.h"
 #include "qkv/ops/softmax.h"
 #include "qkv/testing/tensors.h"
 
@@ -16,6 +17,25 @@ namespace {
 
 Tensor t64(const Shape& s, std::vector<double> v) {
   return Tensor::from(s, v);
+}
+
+TEST(OpsBehaviour, GatherRowsPacksAndScatterRowsUnpacksWithZeros) {
+  // A padded [B = 2, T = 3] batch of 2-wide rows with lengths 2 and 1.
+  const Tensor padded = t64({6, 2}, {1, 2, 3, 4, 0, 0, 5, 6, 0, 0, 0, 0});
+  const std::vector<int64_t> rows{0, 1, 3};
+  const Tensor packed = ops::gather_rows(padded, rows);
+  EXPECT_EQ(packed.to_vector<double>(), (std::vector<double>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(ops::scatter_rows(packed, rows, 6).to_vector<double>(), padded.to_vector<double>());
+  // Rows of any rank: [6, 2] seen as [3, 2, 2] -> rows 0 and 2.
+  EXPECT_EQ(
+      ops::gather_rows(padded.reshape({3, 2, 2}), std::vector<int64_t>{0, 2}).to_vector<double>(),
+      (std::vector<double>{1, 2, 3, 4, 0, 0, 0, 0}));
+  // Rows must be strictly increasing indices inside the tensor; counts must agree.
+  for (const std::vector<int64_t>& bad : {std::vector<int64_t>{1, 1}, std::vector<int64_t>{2, 1},
+                                          std::vector<int64_t>{-1}, std::vector<int64_t>{6}})
+    EXPECT_THROW(ops::gather_rows(padded, bad), IndexError);
+  EXPECT_THROW(ops::scatter_rows(packed, std::vector<int64_t>{0, 1}, 6), ShapeError);
+  EXPECT_THROW(ops::scatter_rows(packed, rows, 3), IndexError);
 }
 
 TEST(OpsBehaviour, MatmulSmallExample) {

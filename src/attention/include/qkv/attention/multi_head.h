@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "qkv/attention/attention.h"
 #include "qkv/base/rng.h"
@@ -69,6 +70,19 @@ struct KeyValueHeads {
   autograd::Variable keys, values;
 };
 
+// A padded batch without its padding: sequence b's positions t < lengths[b] as the rows,
+// in (b, t) order, of an [N, E] tensor, N = Σ lengths. Training runs the projections on
+// these rows only (the Transformer's position-wise layers never see a padded position);
+// the heads stay padded [B, H, T, Dh], zero at padded positions, for the fused kernel.
+struct PackedBatch {
+  int64_t batch = 0, length = 0;  // B and T of the padded layout
+  std::vector<int64_t> rows;      // each packed row's index b·T + t in the padded [B·T]
+  // lengths [B], each in [1, length] (else ValueError naming it).
+  static PackedBatch of(std::span<const int64_t> lengths, int64_t length);
+  // No padding: every padded row is a packed row (packing is then a reshape).
+  bool dense() const noexcept { return int64_t(rows.size()) == batch * length; }
+};
+
 class MultiHeadAttention {
  public:
   // E divisible by heads (else ConfigError). Xavier-uniform weights, zero biases, drawn
@@ -100,11 +114,30 @@ class MultiHeadAttention {
                                const autograd::Variable& values, const MaskSpec& mask,
                                const MultiHeadOptions& options = {}) const;
 
+  // Packed rows (PackedBatch): x [N, E] -> heads [B, H, T, Dh], zero at padded positions.
+  // The same values at the real positions as the padded calls above.
+  autograd::Variable project_queries(const autograd::Variable& x, const PackedBatch& rows) const;
+  QueryKeyValueHeads project_self(const autograd::Variable& x, const PackedBatch& rows) const;
+  KeyValueHeads project_key_values(const autograd::Variable& memory, const PackedBatch& rows) const;
+  // attend_heads whose output keeps only the queries' real positions: [N, E] (W_o never
+  // sees a padded query row). No weights: inspect them through the padded call.
+  autograd::Variable attend_heads(const autograd::Variable& queries, const autograd::Variable& keys,
+                                  const autograd::Variable& values, const MaskSpec& mask,
+                                  const PackedBatch& query_rows) const;
+
   const MultiHeadParams& params() const noexcept { return params_; }
   int64_t heads() const noexcept { return heads_; }
   int64_t embed_dim() const noexcept { return params_.wq.value().dim(0); }
 
  private:
+  struct Context {
+    autograd::Variable merged;   // [B·Tq, E], the heads' context before W_o
+    autograd::Variable weights;  // as MultiHeadOutput::weights
+  };
+  Context attend_context(const autograd::Variable& queries, const autograd::Variable& keys,
+                         const autograd::Variable& values, const MaskSpec& mask,
+                         const MultiHeadOptions& options) const;
+
   MultiHeadParams params_;
   int64_t heads_;
 };

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "qkv/autograd/variable.h"
@@ -37,5 +38,10 @@ Variable stack(const std::vector<Variable>& parts, int axis);
 // selected slice of x's gradient in place, so selecting every step of a sequence costs
 // O(T), not O(T²).
 Variable select(const Variable& x, int axis, int64_t index);
+// Packing a padded batch's real rows and back (ops::gather_rows / ops::scatter_rows; rows
+// strictly increasing): x [R, ...] -> [N, ...] and x [N, ...] -> [row_count, ...], each
+// the other's backward. The rows are copied: the caller's span may go away.
+Variable gather_rows(const Variable& x, std::span<const int64_t> rows);
+Variable scatter_rows(const Variable& x, std::span<const int64_t> rows, int64_t row_count);
 
 }  // namespace qkv::autograd

@@ -13,6 +13,7 @@
 
 #include <memory>
 
+#include "qkv/attention/multi_head.h"
 #include "qkv/models/seq2seq.h"
 
 namespace qkv::models {
@@ -52,10 +53,17 @@ class Transformer final : public Seq2Seq {
   const ModelConfig& config() const noexcept override { return config_; }
 
  private:
-  // forward_train's decoder output [B, Tt, E] before the output projection.
-  autograd::Variable decoder_output(const Tensor& src, std::span<const int64_t> src_lengths,
-                                    const Tensor& tgt_in, std::span<const int64_t> tgt_lengths,
-                                    EncoderTaps& taps);
+  // forward_train's decoder output before the output projection, at the real target
+  // positions only: hidden [Nt, E], the rows target_rows packs of [B, Tt].
+  struct DecoderOutput {
+    autograd::Variable hidden;
+    attention::PackedBatch target_rows;
+  };
+  // taps: when non-null, receives the encoder's input and memory [B, Ts, E] (the decoder
+  // then reads memory through that padded Variable, so the tap's gradient is complete).
+  DecoderOutput decoder_output(const Tensor& src, std::span<const int64_t> src_lengths,
+                               const Tensor& tgt_in, std::span<const int64_t> tgt_lengths,
+                               EncoderTaps* taps);
 
   ModelConfig config_;
   nn::ParameterStore store_;

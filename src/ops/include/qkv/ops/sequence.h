@@ -1,7 +1,9 @@
 // Joining and splitting tensors along an axis: concatenation (the two directions of a
 // bidirectional RNN, Luong's [context; state]), stacking per-step outputs into a
 // sequence, and selecting one time step. They only move elements, in contiguous blocks,
-// so there is nothing for a SIMD kernel to add; negative axes count from the end.
+// so there is nothing for a SIMD kernel to add; negative axes count from the end. And the
+// rows of a padded batch packed without their padding (gather_rows / scatter_rows), so a
+// Transformer's position-wise work runs on real positions only.
 #pragma once
 
 #include <cstdint>
@@ -34,5 +36,14 @@ Tensor select_backward(const TensorView& dy, const Shape& x_shape, int axis, int
 // zeros, so T selected steps cost O(T) instead of O(T²). dst contiguous; src shaped like
 // select(dst, axis, index), same dtype.
 void accumulate_select_into(const Tensor& dst, int axis, int64_t index, const TensorView& src);
+
+// Packing: x [R, ...] -> [N, ...], row i = x[rows[i]]. rows strictly increasing in [0, R)
+// (IndexError naming the first that is not): the real positions of a padded batch seen
+// as R = B·T rows. Each is the other's adjoint: d(gather)/dx = scatter_rows(dy, rows, R),
+// d(scatter)/dx = gather_rows(dy, rows).
+Tensor gather_rows(const TensorView& x, std::span<const int64_t> rows);
+// Unpacking: x [N, ...] with N = rows.size() -> [row_count, ...], row rows[i] = x[i] and
+// every other row zero; rows as gather_rows', each < row_count.
+Tensor scatter_rows(const TensorView& x, std::span<const int64_t> rows, int64_t row_count);
 
 }  // namespace qkv::ops
