@@ -65,14 +65,43 @@ class Lcg:
         return ((self.s >> 32) * n) >> 32
 
 
-def make_batches(path, seed, count):
+def draw_pair(rng):
+    ls = MIN_LEN + rng.below(MAX_LEN - MIN_LEN + 1)
+    lt = MIN_LEN + rng.below(MAX_LEN - MIN_LEN + 1)
+    src = [4 + rng.below(VOCAB - 4) for _ in range(ls - 1)] + [EOS]
+    y = [4 + rng.below(VOCAB - 4) for _ in range(lt - 1)]  # tgt_in = BOS + y
+    return src, y
+
+
+def bucketed_batches(rng, count, pool=16):
+    """qkv train's batching rule (data/batch_iterator.cpp) on the same pair distribution:
+    pairs for `pool` x `count` batches sorted by (target length, source length), cut
+    into batches of up to TGT_BUDGET real target tokens; `count` of them kept, spread
+    evenly over the lengths. Little padding, and batches of different lengths."""
+    pairs, toks = [], 0
+    while toks < pool * count * TGT_BUDGET:
+        pairs.append(draw_pair(rng))
+        toks += len(pairs[-1][1]) + 1
+    pairs.sort(key=lambda p: (len(p[1]), len(p[0])))
+    cut, batch, toks = [], [], 0
+    for p in pairs:
+        if batch and toks + len(p[1]) + 1 > TGT_BUDGET:
+            cut.append(batch)
+            batch, toks = [], 0
+        batch.append(p)
+        toks += len(p[1]) + 1
+    return [cut[int((i + 0.5) * len(cut) / count)] for i in range(count)]
+
+
+def make_batches(path, seed, count, bucketed=False):
     """`count` batches of pairs whose source and target lengths are uniform in [8, 30]
     (no length bucketing: every batch has the same length mix, so timed windows over
     different batches do the same work), each filled up to TGT_BUDGET real target
-    tokens. Ids are uniform in [4, VOCAB); 0-3 are pad, unk, bos, eos."""
+    tokens. Ids are uniform in [4, VOCAB); 0-3 are pad, unk, bos, eos. bucketed: the
+    same pair distribution batched as qkv train does (bucketed_batches)."""
     rng = Lcg(seed)
-    picked = []
-    for _ in range(count):
+    picked = bucketed_batches(rng, count) if bucketed else []
+    for _ in range(0 if bucketed else count):
         batch, toks = [], 0
         while True:
             ls = MIN_LEN + rng.below(MAX_LEN - MIN_LEN + 1)
@@ -328,6 +357,8 @@ def main():
     p.add_argument("--make-batches", metavar="FILE")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--count", type=int, default=4, help="batches to write")
+    p.add_argument("--bucketed", action="store_true",
+                   help="with --make-batches: sort pairs by length first, as qkv train does")
     p.add_argument("--batches", metavar="FILE")
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--warmup", type=int, default=1, help="untimed updates first")
@@ -337,7 +368,7 @@ def main():
     p.add_argument("cases", nargs="*")
     a = p.parse_args()
     if a.make_batches:
-        make_batches(a.make_batches, a.seed, a.count)
+        make_batches(a.make_batches, a.seed, a.count, a.bucketed)
         return 0
     from peer_torch import find_openblas, torch_context, warm_allocator  # sets OMP_WAIT_POLICY
     warm = False if a.cold_alloc else warm_allocator()

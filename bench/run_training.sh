@@ -10,7 +10,9 @@
 # (default 1) updates at 2 threads, REPS1 (default 3) at 1 thread (the secondary column;
 # keeps the run near 9 minutes on 2 cores); THREADS (default "2 1") the thread
 # columns; PEER=0 skips torch; BATCHES (default 4) batches in the file, cycled, SEED
-# (default 1) their seed; COLD_ALLOC=1 keeps glibc's malloc defaults on both sides.
+# (default 1) their seed; BUCKETED=1 makes them as qkv train does (sorted by length:
+# little padding) instead of unbucketed; COLD_ALLOC=1 keeps glibc's malloc defaults on
+# both sides.
 # Groups alternate qkv / torch per (model, threads), so each pair is measured within a
 # minute or two of each other.
 # With qkv_bench_kernels in BUILD_DIR the FMA peak is measured first, and every model's
@@ -37,8 +39,10 @@ alloc=()
 flags=(--updates "$updates" --warmup "$warmup" "${alloc[@]}")
 
 # The batches: standard library only, so this works without torch too.
+bucket=()
+[[ ${BUCKETED:-0} == 1 ]] && bucket=(--bucketed)
 $py bench/peer_torch_training.py --make-batches "$tmp/batches.txt" --seed "${SEED:-1}" \
-  --count "${BATCHES:-4}"
+  --count "${BATCHES:-4}" "${bucket[@]}"
 "$exe" --info > "$tmp/qkv_info.json"
 [[ $peer != 0 ]] && /usr/bin/python3 bench/peer_torch_training.py --info "${alloc[@]}" \
   > "$tmp/torch_info.json"
@@ -106,10 +110,15 @@ batches = open(f"{tmp}/batches.txt").read().split("\n")
 shapes = [l.split()[1:] for l in batches if l.startswith("batch ")]
 # Each batch's real target tokens (incl. EOS): its header is followed by the source
 # lengths, then the target lengths.
+real_sources = [sum(map(int, batches[i + 1].split())) for i, l in enumerate(batches) if l.startswith("batch ")]
 real_targets = [sum(map(int, batches[i + 2].split())) for i, l in enumerate(batches) if l.startswith("batch ")]
+src_padding = 1 - sum(real_sources) / sum(int(b) * int(ts) for b, ts, _ in shapes)
 padding = 1 - sum(real_targets) / sum(int(b) * int(tt) for b, _, tt in shapes)
+bucketed = os.environ.get("BUCKETED", "0") == "1"
 print(f"batches: {batches[1]}; [B, Ts, Tt] = " + " ".join("[" + ", ".join(s) + "]" for s in shapes) +
-      f"; {100 * padding:.0f}% of the target positions are padding (no length bucketing)")
+      f"; padding: {100 * src_padding:.0f}% of the source and {100 * padding:.0f}% of the target positions "
+      + ("(BUCKETED=1: pairs sorted by target, then source length, as qkv train batches)" if bucketed
+         else "(no length bucketing)"))
 print_env_and_load(f"{warmup} warm-up update(s), then {reps.split('/')[0]} (2 threads) / "
                    f"{reps.split('/')[1]} (1 thread) windows of {updates} update(s), medians",
                    secs, load0, load1, cpu0, cpu1)
@@ -170,12 +179,14 @@ models = list(dict.fromkeys(name.split(":thr=")[0] for name in qkv))  # first-se
 flops = {m: statistics.mean(update_flops(*map(int, s), m) for s in shapes) for m in models}
 # qkv's output projection computes the real target rows only (padded ones are ignored by
 # the loss); its rates count the products it performs.
-qkv_flops = {m: statistics.mean(update_flops(*map(int, s), m, n) for s, n in zip(shapes, real_targets))
+qkv_flops = {m: statistics.mean(update_flops(*map(int, s), m, r)
+                               for s, r in zip(shapes, zip(real_sources, real_targets)))
              for m in models}
 print("\nFLOPs per update (bench/training_flops.py: matrix products on the padded shapes, "
       "backward = 2x forward; the batches' mean): " +
       ", ".join(f"{m} {flops[m] / 1e9:.1f} GFLOP" for m in models) +
-      "; qkv skips the output projection's padded target rows: " +
+      "; as qkv performs them (the Transformer's position-wise products on the real rows only, "
+      "the RNNs' output projection on the real target rows): " +
       ", ".join(f"{m} {qkv_flops[m] / 1e9:.1f} GFLOP" for m in models))
 if fma:
     print("FMA peak measured in this run (qkv_bench_kernels BM_FmaPeak, median of 3): " +

@@ -3,9 +3,11 @@
 Used by run_training.sh to turn both sides' ms/update into GFLOP/s and a share of the
 FMA peak measured in the same run, and to say what a given speed-up over the peer
 would require of the machine. Counted on the padded shapes [B, Ts] / [B, Tt], which
-both sides compute (qkv skips fully masked attention tiles; the count does not), except
-the output projection, which qkv computes for the real target rows only (output_rows), for
-the benchmark's Transformer (run_training.sh: d 256, 4 heads, 3 + 3 layers, FFN 1024,
+the peer computes, or, for qkv, as qkv performs them (`real`: the real source and target
+tokens): its Transformer runs every position-wise product (projections, FFN, output
+projection) on the real rows only and attention on the padded heads (it also skips fully
+masked attention tiles; the count does not); its RNNs skip the output projection's padded
+rows only. For the benchmark's Transformer (run_training.sh: d 256, 4 heads, 3 + 3 layers, FFN 1024,
 vocabulary 8000, tied output projection). Products only: 2 FLOPs per multiply-add;
 element-wise work (softmax, layer norm, Adam) is left out, so the share of peak is a
 lower bound on how busy the FMA units are. Backward costs twice the forward products
@@ -21,8 +23,9 @@ multiply-add per element) and context, the readout, and the output projection.
 D, FFN, LAYERS, VOCAB = 256, 1024, 3, 8000
 
 
-def forward_flops(b, ts, tt, d=D, ffn=FFN, layers=LAYERS, vocab=VOCAB, output_rows=None):
-    """Forward products of one [B, Ts] / [B, Tt] batch.
+def forward_flops(b, ts, tt, d=D, ffn=FFN, layers=LAYERS, vocab=VOCAB, real=None):
+    """Forward products of one [B, Ts] / [B, Tt] batch; `real` = (source rows, target
+    rows) that the position-wise products run on (None: every padded row).
 
     By hand for one token each side, d 2, FFN 4, one layer, vocabulary 3: encoder
     Q/K/V 24 + out 8 + attention 8 + FFN 32 = 72; decoder self 24 + 8 + 8, cross Q 8,
@@ -35,8 +38,12 @@ def forward_flops(b, ts, tt, d=D, ffn=FFN, layers=LAYERS, vocab=VOCAB, output_ro
     368
     >>> forward_flops(2, 3, 5, d=2, ffn=4, layers=1, vocab=3) - forward_flops(2, 3, 5, d=2, ffn=4, layers=1, vocab=0)
     120
+
+    Packed rows: one real token each side of two; only attention (3 x 24) grows over 196.
+    >>> forward_flops(1, 2, 2, d=2, ffn=4, layers=1, vocab=3, real=(1, 1)) - 196
+    72
     """
-    ns, nt = b * ts, b * tt  # source and target rows
+    ns, nt = (b * ts, b * tt) if real is None else real  # rows of the position-wise work
     encoder = layers * (2 * ns * d * 3 * d      # Q, K, V
                         + 2 * ns * d * d        # output projection
                         + 2 * 2 * b * ts * ts * d  # scores and context, all heads
@@ -45,7 +52,7 @@ def forward_flops(b, ts, tt, d=D, ffn=FFN, layers=LAYERS, vocab=VOCAB, output_ro
                         + 2 * nt * d * d + 2 * ns * d * 2 * d + 2 * nt * d * d       # cross Q, K+V, out
                         + 2 * 2 * b * tt * ts * d                                     # cross scores, context
                         + 2 * 2 * nt * d * ffn)
-    output = 2 * (nt if output_rows is None else output_rows) * d * vocab
+    output = 2 * nt * d * vocab
     return encoder + decoder + output
 
 
@@ -89,24 +96,26 @@ def rnn_forward_flops(b, ts, tt, attention, e=D, h=D, vocab=VOCAB, output_rows=N
     return encoder + bridge + attend + decoder + readout + output
 
 
-def update_flops(b, ts, tt, model="transformer", output_rows=None):
+def update_flops(b, ts, tt, model="transformer", real=None):
     """Forward + backward products of one update on a [B, Ts] / [B, Tt] batch of `model`
-    (a run_training.sh case: transformer, rnn-additive, rnn-none). `output_rows`: the
-    target rows the output projection computes, when fewer than B x Tt (qkv skips the
-    padded ones: their loss is ignored); None counts every row, as the peer computes.
+    (a run_training.sh case: transformer, rnn-additive, rnn-none). `real`: (real source
+    tokens, real target tokens) when counting what qkv performs (see the module's note);
+    None counts every padded row, as the peer computes.
     >>> update_flops(1, 1, 1, "rnn-none") == 3 * rnn_forward_flops(1, 1, 1, "none")
     True
 
-    One padded target row less saves 3 x 2 x E x V (E 256, V 8000):
-    >>> update_flops(2, 3, 5, "transformer") - update_flops(2, 3, 5, "transformer", 9)
+    One padded target row less saves 3 x 2 x E x V (E 256, V 8000) for the RNN, and the
+    decoder's position-wise products too for the Transformer:
+    >>> update_flops(2, 3, 5, "rnn-none") - update_flops(2, 3, 5, "rnn-none", (6, 9))
     12288000
-    >>> update_flops(2, 3, 5, "rnn-none") - update_flops(2, 3, 5, "rnn-none", 9)
-    12288000
+    >>> update_flops(2, 3, 5, "transformer") - update_flops(2, 3, 5, "transformer", (6, 9))
+    28803072
     """
     if model == "transformer":
-        return 3 * forward_flops(b, ts, tt, output_rows=output_rows)
+        return 3 * forward_flops(b, ts, tt, real=real)
     if model.startswith("rnn-"):
-        return 3 * rnn_forward_flops(b, ts, tt, model[len("rnn-"):], output_rows=output_rows)
+        return 3 * rnn_forward_flops(b, ts, tt, model[len("rnn-"):],
+                                     output_rows=None if real is None else real[1])
     raise ValueError(f"model {model!r}: expected transformer, rnn-additive or rnn-none")
 
 
