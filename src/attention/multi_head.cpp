@@ -82,11 +82,6 @@ std::vector<Variable> split_heads(const Variable& y, int64_t batch, int64_t leng
   return out;
 }
 
-// Packed rows y [N, C] -> the padded layout's rows [B·T, C], zero at padded positions.
-Variable unpack(const Variable& y, const PackedBatch& rows) {
-  return rows.dense() ? y : autograd::scatter_rows(y, rows.rows, rows.batch * rows.length);
-}
-
 // x [R, E] -> x Wᵀ + b [R, E] (PyTorch's Linear layout; b may be undefined: no bias).
 Variable linear(const Variable& x, const Variable& w, const Variable& b) {
   const Variable y = autograd::matmul(x, w, {.transpose_a = false, .transpose_b = true});
@@ -102,7 +97,7 @@ bool none_defined(const std::vector<Variable>& v) {
   return std::none_of(v.begin(), v.end(), [](const Variable& b) { return b.defined(); });
 }
 
-// x [R, E], rows of the padded [B, T] layout (packed: nullptr when R = B·T) -> the
+// x [R, E]: the rows of a [B, T] batch, packed (R = N) or padded (packed nullptr, R = B·T) -> the
 // projections by weights {W_i} (and biases {b_i}) as heads [B, H, T, Dh]. Several
 // weights with all or none of their biases: ONE GEMM over the stacked weights
 // (autograd::stacked_linear: in place when the weights lie back to back, as
@@ -111,16 +106,25 @@ bool none_defined(const std::vector<Variable>& v) {
 std::vector<Variable> project_heads(const Variable& x, int64_t batch, int64_t length,
                                     const PackedBatch* packed, const std::vector<Variable>& weights,
                                     const std::vector<Variable>& biases, int64_t heads) {
-  auto padded = [&](const Variable& y) { return packed ? unpack(y, *packed) : y; };
+  // Packed rows go to the heads in one pass per part (autograd::rows_to_heads), zero at
+  // padded positions; padded rows are split, transposed and copied (split_heads).
+  const int64_t e = weights[0].value().dim(0);
+  auto to_heads = [&](const Variable& y, int64_t parts) {
+    if (packed == nullptr) return split_heads(y, batch, length, parts, heads);
+    std::vector<Variable> out;
+    for (int64_t i = 0; i < parts; ++i)
+      out.push_back(
+          autograd::rows_to_heads(y, packed->rows, {batch, heads, length, e / heads}, i * e));
+    return out;
+  };
   if (weights.size() > 1 && (all_defined(biases) || none_defined(biases))) {
     const Variable y = autograd::stacked_linear(
         x, weights, all_defined(biases) ? biases : std::vector<Variable>{});
-    return split_heads(padded(y), batch, length, int64_t(weights.size()), heads);
+    return to_heads(y, int64_t(weights.size()));
   }
   std::vector<Variable> out;
   for (size_t i = 0; i < weights.size(); ++i)
-    out.push_back(
-        split_heads(padded(linear(x, weights[i], biases[i])), batch, length, 1, heads)[0]);
+    out.push_back(to_heads(linear(x, weights[i], biases[i]), 1)[0]);
   return out;
 }
 
@@ -344,7 +348,7 @@ MultiHeadAttention::Context MultiHeadAttention::attend_context(
                     .fused = options.fused});
   }
   Context c;
-  c.merged = merge_heads(heads.context, batch, heads_);  // [B·Tq, E]
+  c.heads = heads.context;  // [B·H, Tq, Dh]
   if (options.need_weights)
     c.weights = head_weights(heads.weights, batch, heads_, options.head_weights);
   return c;
@@ -355,15 +359,15 @@ MultiHeadOutput MultiHeadAttention::attend_heads(const Variable& queries, const 
                                                  const MultiHeadOptions& options) const {
   Context c = attend_context(queries, keys, values, mask, options);
   const Shape& q = queries.value().shape();
+  const Variable merged = merge_heads(c.heads, q[0], heads_);  // [B·Tq, E]
   MultiHeadOutput out;
-  out.output =
-      autograd::reshape(linear(c.merged, params_.wo, params_.bo), {q[0], q[2], embed_dim()});
+  out.output = autograd::reshape(linear(merged, params_.wo, params_.bo), {q[0], q[2], embed_dim()});
   out.weights = std::move(c.weights);
   return out;
 }
 
-// The context of every padded query row is merged (the kernel computes them anyway, a
-// few rows of attention), but only the real rows reach W_o.
+// The kernel computes the padded query rows too (a few rows of attention); only the real
+// rows are merged (one pass from the heads) and reach W_o.
 Variable MultiHeadAttention::attend_heads(const Variable& queries, const Variable& keys,
                                           const Variable& values, const MaskSpec& mask,
                                           const PackedBatch& query_rows) const {
@@ -374,9 +378,9 @@ Variable MultiHeadAttention::attend_heads(const Variable& queries, const Variabl
             " are not the heads of the packed batch [B = ", query_rows.batch,
             ", T = ", query_rows.length, "]");
   const Context c = attend_context(queries, keys, values, mask, {});
-  const Variable real =
-      query_rows.dense() ? c.merged : autograd::gather_rows(c.merged, query_rows.rows);
-  return linear(real, params_.wo, params_.bo);
+  const Shape& h = c.heads.value().shape();  // [B·H, Tq, Dh]
+  const Variable per_batch = autograd::reshape(c.heads, {q[0], heads_, h[1], h[2]});
+  return linear(autograd::heads_to_rows(per_batch, query_rows.rows), params_.wo, params_.bo);
 }
 
 MultiHeadOutput MultiHeadAttention::forward(const Variable& query, const Variable& key,

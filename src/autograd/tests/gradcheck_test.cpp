@@ -216,6 +216,18 @@ void add_recurrent_cases(std::map<std::string, std::vector<GradCase>>& t) {
        }}};
   t["scatter_rows"] = {unary("[3, 5] into 6 rows", {3, 5},
                              [](const Variable& x) { return scatter_rows(x, kRows, 6); })};
+  // Heads [B = 2, H = 2, T = 3, Dh = 2] of the same packed rows.
+  static const Shape kHeads{2, 2, 3, 2};
+  t["rows_to_heads"] = {unary("[3, 4] -> [2, 2, 3, 2]", {3, 4},
+                              [](const Variable& y) { return rows_to_heads(y, kRows, kHeads, 0); }),
+                        {"Q, K, V parts of one [3, 12], multiplied", {{3, 12}}, [](const Vars& v) {
+                           const Variable q = rows_to_heads(v[0], kRows, kHeads, 0),
+                                          k = rows_to_heads(v[0], kRows, kHeads, 4),
+                                          w = rows_to_heads(v[0], kRows, kHeads, 8);
+                           return project(add(mul(q, k), w));
+                         }}};
+  t["heads_to_rows"] = {unary("[2, 2, 3, 2] -> [3, 4]", {2, 2, 3, 2},
+                              [](const Variable& x) { return heads_to_rows(x, kRows); })};
 }
 
 std::map<std::string, std::vector<GradCase>> build_table() {

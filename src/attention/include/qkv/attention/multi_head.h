@@ -131,7 +131,7 @@ class MultiHeadAttention {
 
  private:
   struct Context {
-    autograd::Variable merged;   // [B·Tq, E], the heads' context before W_o
+    autograd::Variable heads;    // [B·H, Tq, Dh], the heads' context
     autograd::Variable weights;  // as MultiHeadOutput::weights
   };
   Context attend_context(const autograd::Variable& queries, const autograd::Variable& keys,
