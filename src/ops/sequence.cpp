@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string_view>
+#include <vector>
 
 #include "detail/checks.h"
 #include "detail/kernel_select.h"
@@ -257,9 +258,22 @@ Tensor rows_to_heads(const TensorView& y, std::span<const int64_t> rows, const S
             " packed rows, columns ", column, " + H·Dh = ", width, "]");
   check_rows("rows_to_heads", rows, heads_shape[0] * heads_shape[2]);
   const detail::ContiguousInput cy(y);
-  // Zeros first (padded positions), then every real position's heads once.
-  Tensor out = Tensor::zeros(heads_shape, y.dtype());
+  // Every element written once: the real positions' heads, zeros at the padded ones (the
+  // gaps between the increasing rows), not a zeroed tensor overwritten.
+  Tensor out = Tensor::empty(heads_shape, y.dtype());
+  std::vector<int64_t> padded;
+  for (int64_t p = 0, i = 0; p < heads_shape[0] * heads_shape[2]; ++p) {
+    if (i < int64_t(rows.size()) && rows[size_t(i)] == p) {
+      ++i;
+    } else {
+      padded.push_back(p);
+    }
+  }
   detail::visit_dtype(y.dtype(), [&]<class T>() {
+    const std::vector<T> zeros(size_t(heads_shape[1] * heads_shape[3]), T(0));
+    for_each_head_row(
+        out.data<T>(), zeros.data(), padded, 0, 0, heads_shape,
+        [](T* head, const T* zero, int64_t n) { std::memcpy(head, zero, size_t(n) * sizeof(T)); });
     for_each_head_row(
         out.data<T>(), cy.data<T>(), rows, y.dim(1), column, heads_shape,
         [](T* head, const T* row, int64_t n) { std::memcpy(head, row, size_t(n) * sizeof(T)); });
