@@ -20,6 +20,7 @@
 // of them; one JSON line: seconds of each pass, sentences/s and output tokens/s (EOS not
 // counted) of the median pass. --out FILE: the last pass's output ids, one line each.
 #include <cblas.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -205,8 +206,13 @@ int decode(const qkv::decode::Translator& tr, const Args& a) {
       "\"seconds\": [",
       a.beam, a.threads, rows.size(), tokens);
   for (size_t i = 0; i < secs.size(); ++i) std::printf(i ? ", %.4f" : "%.4f", secs[i]);
-  std::printf("], \"sentences_per_s\": %.3f, \"tokens_per_s\": %.2f, \"mini_batch\": %d}\n",
-              double(rows.size()) / median, double(tokens) / median, a.mini_batch);
+  // The process's peak resident set (kB): model, caches, beams and all.
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  std::printf(
+      "], \"sentences_per_s\": %.3f, \"tokens_per_s\": %.2f, \"mini_batch\": %d, "
+      "\"peak_rss_kb\": %ld}\n",
+      double(rows.size()) / median, double(tokens) / median, a.mini_batch, usage.ru_maxrss);
   return 0;
 }
 

@@ -45,6 +45,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import statistics
 import struct
 import sys
@@ -527,7 +528,10 @@ def main():
                       "tgt_tokens": tokens, "seconds": [round(s, 4) for s in secs],
                       "sentences_per_s": len(rows) / med, "tokens_per_s": tokens / med,
                       "search_s": search[secs.index(sorted(secs)[len(secs) // 2])],
-                      "mini_batch": a.mini_batch, "context": ctx}))
+                      "mini_batch": a.mini_batch,
+                      # the process's peak resident set (kB), the torch import included
+                      "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                      "context": ctx}))
     return 0
 
 

@@ -169,6 +169,10 @@ for name, r in qkv.items():
     print(f"{label:<7}{thr:>3} | {cols(r, 10)} | {cols(p, 12)} {share} | {ratio} | {agree:>9}")
     for err in (r.get("error"), (p or {}).get("error")):
         if err: print(f"  error: {err}")
+def peak(r):
+    return f"{r['peak_rss_kb'] / 1024:.0f}" if r and "peak_rss_kb" in r else "-"
+print("peak RSS of each run's whole process, MiB, qkv | torch (torch's includes its import): " +
+      "; ".join(f"{name} {peak(r)} | {peak(torch.get(name))}" for name, r in qkv.items()))
 print("""
 sent/s, tok/s: sentences and output tokens (EOS not counted; each side its own outputs)
 per second of wall time for the whole input, median over the passes; spread: (max - min)
