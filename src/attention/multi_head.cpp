@@ -82,12 +82,6 @@ std::vector<Variable> split_heads(const Variable& y, int64_t batch, int64_t leng
   return out;
 }
 
-// x [R, E] -> x Wᵀ + b [R, E] (PyTorch's Linear layout; b may be undefined: no bias).
-Variable linear(const Variable& x, const Variable& w, const Variable& b) {
-  const Variable y = autograd::matmul(x, w, {.transpose_a = false, .transpose_b = true});
-  return b.defined() ? autograd::add_bias(y, b) : y;
-}
-
 // Whether every / no bias is defined (stacked_linear takes all or none; a layer with
 // only some biases keeps the per-weight path).
 bool all_defined(const std::vector<Variable>& v) {
@@ -124,7 +118,7 @@ std::vector<Variable> project_heads(const Variable& x, int64_t batch, int64_t le
   }
   std::vector<Variable> out;
   for (size_t i = 0; i < weights.size(); ++i)
-    out.push_back(to_heads(linear(x, weights[i], biases[i]), 1)[0]);
+    out.push_back(to_heads(autograd::linear(x, weights[i], biases[i]), 1)[0]);
   return out;
 }
 
@@ -361,7 +355,8 @@ MultiHeadOutput MultiHeadAttention::attend_heads(const Variable& queries, const 
   const Shape& q = queries.value().shape();
   const Variable merged = merge_heads(c.heads, q[0], heads_);  // [B·Tq, E]
   MultiHeadOutput out;
-  out.output = autograd::reshape(linear(merged, params_.wo, params_.bo), {q[0], q[2], embed_dim()});
+  out.output = autograd::reshape(autograd::linear(merged, params_.wo, params_.bo),
+                                 {q[0], q[2], embed_dim()});
   out.weights = std::move(c.weights);
   return out;
 }
@@ -380,7 +375,8 @@ Variable MultiHeadAttention::attend_heads(const Variable& queries, const Variabl
   const Context c = attend_context(queries, keys, values, mask, {});
   const Shape& h = c.heads.value().shape();  // [B·H, Tq, Dh]
   const Variable per_batch = autograd::reshape(c.heads, {q[0], heads_, h[1], h[2]});
-  return linear(autograd::heads_to_rows(per_batch, query_rows.rows), params_.wo, params_.bo);
+  return autograd::linear(autograd::heads_to_rows(per_batch, query_rows.rows), params_.wo,
+                          params_.bo);
 }
 
 MultiHeadOutput MultiHeadAttention::forward(const Variable& query, const Variable& key,

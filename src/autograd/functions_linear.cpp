@@ -28,6 +28,7 @@ const OpRegistration kPairwiseAdd("pairwise_add");
 const OpRegistration kTranspose("transpose");
 const OpRegistration kReshape("reshape");
 const OpRegistration kStackedLinear("stacked_linear");
+const OpRegistration kLinear("linear");
 
 // rows [begin, begin + count) of a contiguous matrix t [R, C], as a view.
 TensorView row_block(const Tensor& t, int64_t begin, int64_t count) {
@@ -111,6 +112,19 @@ Variable matmul(const Variable& a, const Variable& b, const ops::MatmulOptions& 
   return detail::record(
       kMatmul, ops::matmul(a.value(), b.value(), options), {a, b},
       [a, b, options](const Tensor& dy) { matmul_backward_to(dy, a, b, options); });
+}
+
+Variable linear(const Variable& x, const Variable& w, const Variable& bias) {
+  const ops::MatmulOptions wt{.transpose_a = false, .transpose_b = true};
+  if (!bias.defined()) return matmul(x, w, wt);
+  const Variable weights[] = {w};
+  if (x.value().rank() == 2 && packed_weight(weights, w.value().view()) != nullptr)
+    return add_bias(matmul(x, w, wt), bias);  // decoding: the packed product, as before
+  return detail::record(kLinear, ops::linear(x.value(), w.value(), bias.value()), {x, w, bias},
+                        [x, w, bias, wt](const Tensor& dy) {
+                          accumulate(bias, ops::bias_gradient(dy));
+                          matmul_backward_to(dy, x, w, wt);
+                        });
 }
 
 Variable add(const Variable& a, const Variable& b) {
@@ -206,9 +220,14 @@ Variable stacked_linear(const Variable& x, const std::vector<Variable>& weights,
   const ops::MatmulOptions no_a_t_b{.transpose_a = false, .transpose_b = true};
   const ops::PackedWeight* packed =
       x.value().rank() == 2 ? packed_weight(weights, w.view) : nullptr;
-  Tensor y = packed ? ops::matmul_packed(x.value(), *packed)
-                    : ops::matmul(x.value(), w.view, no_a_t_b);  // x Wᵀ [N, Σ O_i]
-  if (!biases.empty()) y = ops::add_bias(y, stacked(biases).view);
+  Tensor y;  // x Wᵀ (+ b) [N, Σ O_i]
+  if (packed) {
+    y = ops::matmul_packed(x.value(), *packed);
+    if (!biases.empty()) y = ops::add_bias(y, stacked(biases).view);
+  } else {
+    y = biases.empty() ? ops::matmul(x.value(), w.view, no_a_t_b)
+                       : ops::linear(x.value(), w.view, stacked(biases).view);
+  }
   std::vector<Variable> inputs{x};
   inputs.insert(inputs.end(), weights.begin(), weights.end());
   inputs.insert(inputs.end(), biases.begin(), biases.end());

@@ -20,8 +20,7 @@ autograd::Variable Linear::forward(const autograd::Variable& x) const {
             describe(x.value()), " must be [..., ", in_, "]");
   // matmul takes 2-D operands: [..., in] is flattened to rows and the result unflattened.
   const autograd::Variable rows = s.rank() == 2 ? x : autograd::reshape(x, {s.rows(), in_});
-  autograd::Variable y = autograd::matmul(rows, weight_, {.transpose_b = true});  // x Wᵀ
-  if (bias_.defined()) y = autograd::add_bias(y, bias_);
+  const autograd::Variable y = autograd::linear(rows, weight_, bias_);  // x Wᵀ + b
   return s.rank() == 2 ? y : autograd::reshape(y, s.with_dim(-1, out_));
 }
 

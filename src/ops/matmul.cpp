@@ -1,7 +1,11 @@
 #include "qkv/ops/matmul.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "detail/checks.h"
 #include "detail/kernel_select.h"
+#include "qkv/base/thread_pool.h"
 
 namespace qkv::ops {
 namespace {
@@ -74,6 +78,27 @@ Tensor matmul(const TensorView& a, const TensorView& b, const MatmulOptions& opt
   detail::visit_dtype(a.dtype(), [&]<class T>() {
     batched_product<T>(d, {ca.data<T>(), options.transpose_a}, {cb.data<T>(), options.transpose_b},
                        c.data<T>());
+  });
+  return c;
+}
+
+Tensor linear(const TensorView& x, const TensorView& w, const TensorView& bias) {
+  const MatmulOptions wt{.transpose_a = false, .transpose_b = true};
+  const ProductDims d = check_matmul(x, w, wt);
+  QKV_CHECK(x.rank() == 2, ShapeError, "linear: x ", describe(x), " is not [M, K]");
+  detail::check_same_dtype("linear", x, bias);
+  QKV_CHECK(bias.rank() == 1 && bias.dim(0) == d.n, ShapeError, "linear: bias ", describe(bias),
+            " is not [N = ", d.n, "]");
+  const detail::ContiguousInput cx(x), cw(w), cb(bias);
+  Tensor c = Tensor::empty(output_shape(x, d), x.dtype());
+  detail::visit_dtype(x.dtype(), [&]<class T>() {
+    const T* b = cb.data<T>();
+    T* out = c.data<T>();
+    const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / d.n);
+    parallel_for(0, d.m, grain, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) std::memcpy(out + r * d.n, b, size_t(d.n) * sizeof(T));
+    });
+    batched_product<T>(d, {cx.data<T>(), false}, {cw.data<T>(), true}, out, /*add=*/true);
   });
   return c;
 }

@@ -267,6 +267,12 @@ std::map<std::string, std::vector<GradCase>> build_table() {
   t["embedding"] = embedding_cases();
   t["cross_entropy"] = cross_entropy_cases();
   t["linear_cross_entropy"] = linear_cross_entropy_cases();
+  t["linear"] = {{"[4, 3] x [5, 3]ᵀ + [5]",
+                  {{4, 3}, {5, 3}, {5}},
+                  [](const Vars& v) { return project(linear(v[0], v[1], v[2])); }},
+                 {"x used as the weight too: [3, 3] x [3, 3]ᵀ + [3]",
+                  {{3, 3}, {3}},
+                  [](const Vars& v) { return project(linear(v[0], v[0], v[1])); }}};
   t["stacked_linear"] = {
       {"[4, 3] x {[2, 3], [3, 3]} + biases",
        {{4, 3}, {2, 3}, {3, 3}, {2}, {3}},

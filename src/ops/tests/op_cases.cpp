@@ -95,6 +95,9 @@ std::vector<OpCase> build_cases() {
   cases.push_back({"scale", {{{3, 5}}, {{3, 5}}}, [](const Views& in) {
                      return Outputs{ops::scale(in[0], -0.7), ops::scale_backward(in[1], -0.7)};
                    }});
+  cases.push_back({"linear", {{{37, 19}}, {{23, 19}}, {{23}}}, [](const Views& in) {
+                     return Outputs{ops::linear(in[0], in[1], in[2])};
+                   }});
   cases.push_back({"add_bias", {{{2, 3, 5}}, {{5}}, {{2, 3, 5}}}, [](const Views& in) {
                      const ops::BiasGrads g = ops::add_bias_backward(in[2]);
                      return Outputs{ops::add_bias(in[0], in[1]), g.dx, g.dbias};

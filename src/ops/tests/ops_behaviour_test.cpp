@@ -54,6 +54,14 @@ TEST(OpsBehaviour, RowsToHeadsPlacesEachHeadAndHeadsToRowsTakesThemBack) {
   EXPECT_THROW(ops::heads_to_rows(y, rows), ShapeError);
 }
 
+TEST(OpsBehaviour, LinearIsTheProductPlusTheBias) {
+  const Tensor x = t64({2, 3}, {1, 2, 3, 4, 5, 6}), w = t64({2, 3}, {1, 0, -1, 2, 1, 0});
+  const Tensor y = ops::linear(x, w, t64({2}, {10, 100}));
+  EXPECT_EQ(y.to_vector<double>(), (std::vector<double>{8, 104, 8, 113}));
+  EXPECT_THROW(ops::linear(x, w, t64({3}, {0, 0, 0})), ShapeError);
+  EXPECT_THROW(ops::linear(x, t64({2, 2}, {1, 0, 0, 1}), t64({2}, {0, 0})), ShapeError);
+}
+
 TEST(OpsBehaviour, MatmulSmallExample) {
   const Tensor a = t64({2, 2}, {1, 2, 3, 4}), b = t64({2, 2}, {5, 6, 7, 8});
   EXPECT_EQ(ops::matmul(a, b).to_vector<double>(), (std::vector<double>{19, 22, 43, 50}));

@@ -30,6 +30,10 @@ Variable mul(const Variable& a, const Variable& b);
 // arena that registers them in a row) are used in place as the stacked matrix; others
 // are copied into one per call. Backward: one GEMM for dx, one for the stacked dW whose
 // row blocks add into each weight's gradient. Errors as matmul's / add_bias's.
+// x [M, K], w [N, K], bias [N] or undefined -> x · wᵀ + bias (ops::linear: the bias is
+// the GEMM's starting C). Inside a PackedWeightsScope with grad mode off it runs the
+// packed product and then adds the bias, as matmul + add_bias.
+Variable linear(const Variable& x, const Variable& w, const Variable& bias);
 Variable stacked_linear(const Variable& x, const std::vector<Variable>& weights,
                         const std::vector<Variable>& biases = {});
 // x [...] -> s · x.

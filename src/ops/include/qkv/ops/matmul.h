@@ -20,6 +20,12 @@ struct MatmulOptions {
 // operand is empty.
 Tensor matmul(const TensorView& a, const TensorView& b, const MatmulOptions& options = {});
 
+// x [M, K], w [N, K], bias [N] -> x · wᵀ + bias [M, N] (PyTorch's Linear): C starts as the
+// bias rows and the product adds into it (GEMM with beta 1), so no pass zeroes C and none
+// adds the bias afterwards. Equal to matmul + add_bias up to the summation order (the bias
+// is added first). Errors as matmul's; ShapeError when bias is not [N].
+Tensor linear(const TensorView& x, const TensorView& w, const TensorView& bias);
+
 struct MatmulGrads {
   Tensor da;  // shaped like a
   Tensor db;  // shaped like b
