@@ -77,7 +77,20 @@ def bucketed_batches(rng, count, pool=16):
     """qkv train's batching rule (data/batch_iterator.cpp) on the same pair distribution:
     pairs for `pool` x `count` batches sorted by (target length, source length), cut
     into batches of up to TGT_BUDGET real target tokens; `count` of them kept, spread
-    evenly over the lengths. Little padding, and batches of different lengths."""
+    evenly over the lengths. Little padding, and batches of different lengths.
+
+    The default run's batches: one or two target lengths each (with BOS), sources of
+    one sort order, pairs in (target, source) length order:
+    >>> batches = bucketed_batches(Lcg(1), 4)
+    >>> [len(b) for b in batches]
+    [315, 204, 164, 141]
+    >>> [sorted({len(y) + 1 for _, y in b}) for b in batches]
+    [[13], [20], [24, 25], [29]]
+    >>> all([(len(y), len(s)) for s, y in b] == sorted((len(y), len(s)) for s, y in b) for b in batches)
+    True
+    >>> all(sum(len(y) + 1 for _, y in b) <= TGT_BUDGET for b in batches)
+    True
+    """
     pairs, toks = [], 0
     while toks < pool * count * TGT_BUDGET:
         pairs.append(draw_pair(rng))
