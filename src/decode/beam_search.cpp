@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "detail/rows.h"
+#include "detail/top_k.h"
 #include "qkv/autograd/packed_weights.h"
 #include "qkv/base/error.h"
 #include "qkv/base/field_error.h"
@@ -59,33 +60,6 @@ bool better(const Candidate& a, const Candidate& b) {
   return a.token < b.token;
 }
 
-// The k best ids of lp [V] (higher first, lower id on ties) into `ids`, best first.
-// A min-heap of k ids: O(V log k), no V-sized buffer.
-void top_k(const float* lp, int64_t v, int64_t k, std::vector<int32_t>& ids) {
-  const auto heap_order = [lp](int32_t a, int32_t b) {  // "a is better": worst at the front
-    return lp[a] > lp[b] || (lp[a] == lp[b] && a < b);
-  };
-  ids.clear();
-  float worst = 0;  // lp of the heap's front once it holds k ids
-  for (int64_t i = 0; i < v; ++i) {
-    // Most ids are below the k-th best: one comparison each (NaN fails it and is caught).
-    if (int64_t(ids.size()) == k && lp[i] < worst) continue;
-    QKV_CHECK(!std::isnan(lp[i]), ValueError, "beam_search: the model gave a NaN log-probability",
-              " for token ", i);
-    const auto id = static_cast<int32_t>(i);
-    if (int64_t(ids.size()) < k) {
-      ids.push_back(id);
-      std::push_heap(ids.begin(), ids.end(), heap_order);
-    } else if (heap_order(id, ids.front())) {
-      std::pop_heap(ids.begin(), ids.end(), heap_order);
-      ids.back() = id;
-      std::push_heap(ids.begin(), ids.end(), heap_order);
-    }
-    if (int64_t(ids.size()) == k) worst = lp[ids.front()];
-  }
-  std::sort_heap(ids.begin(), ids.end(), heap_order);
-}
-
 // What one step contributes for one sentence: lp [rows, V] and attention [rows, Ts]
 // (nullptr when not kept) are its rows of the step's output.
 struct StepRows {
@@ -105,7 +79,7 @@ void expand(Sentence& s, const StepRows& in, int64_t step, int32_t eos_id,
   std::vector<int32_t> ids;
   for (size_t r = 0; r < s.live.size(); ++r) {
     const float* lp = in.log_probs + int64_t(r) * in.vocab;
-    top_k(lp, in.vocab, k, ids);
+    detail::top_k(lp, in.vocab, k, ids);
     for (const int32_t id : ids)
       candidates.push_back({s.live[r].log_prob + double(lp[id]), int32_t(r), id});
   }

@@ -1,0 +1,66 @@
+// detail::top_k against its plain twin (a stable sort of every id), on rows long enough
+// to take its skip over whole blocks of 16, with ties, and with the best ids at the
+// start, the end and block edges.
+#include "detail/top_k.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "qkv/base/error.h"
+#include "qkv/base/rng.h"
+
+namespace qkv::decode::detail {
+namespace {
+
+// The k best ids by sorting all of them: higher first, lower id on ties.
+std::vector<int32_t> sorted_top_k(const std::vector<float>& lp, int64_t k) {
+  std::vector<int32_t> ids(lp.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return lp[a] > lp[b]; });
+  ids.resize(size_t(std::min<int64_t>(k, int64_t(lp.size()))));
+  return ids;
+}
+
+TEST(TopK, EqualsSortingEveryId) {
+  Rng rng(7);
+  std::vector<int32_t> ids;
+  for (const int64_t v : {1, 5, 15, 16, 17, 33, 100, 8000}) {
+    for (const int64_t k : {1, 2, 4, 8}) {
+      for (int trial = 0; trial < 6; ++trial) {
+        std::vector<float> lp(static_cast<size_t>(v));
+        // Few distinct values make ties; the planted maxima land on block edges too.
+        for (float& x : lp)
+          x = trial % 2 ? float(int(rng.uniform() * 5.0)) : -20.0f * rng.uniform();
+        // The best id first in a block after a block passed over whole, or last in one.
+        if (trial == 2 || trial == 3) lp[size_t((trial * 16) % v)] = 1.0f;
+        if (trial >= 4) lp[size_t((trial * 16 - 1) % v)] = 1.5f;
+        if (trial >= 4) lp[size_t(v - 1)] = 2.0f;
+        top_k(lp.data(), v, k, ids);
+        EXPECT_EQ(ids, sorted_top_k(lp, k)) << "V " << v << " k " << k << " trial " << trial;
+      }
+    }
+  }
+}
+
+TEST(TopK, ANanAnywhereIsAnErrorNamingTheToken) {
+  std::vector<int32_t> ids;
+  for (const size_t at : {size_t(0), size_t(17), size_t(40), size_t(99)}) {
+    std::vector<float> lp(100, -5.0f);
+    lp[3] = 0.0f;  // the best, found before the NaN is reached
+    lp[at] = std::nanf("");
+    try {
+      top_k(lp.data(), 100, 2, ids);
+      ADD_FAILURE() << "no error for a NaN at " << at;
+    } catch (const ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("token " + std::to_string(at)), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qkv::decode::detail
