@@ -91,8 +91,9 @@ bool none_defined(const std::vector<Variable>& v) {
   return std::none_of(v.begin(), v.end(), [](const Variable& b) { return b.defined(); });
 }
 
-// x [R, E]: the rows of a [B, T] batch, packed (R = N) or padded (packed nullptr, R = B·T) -> the
-// projections by weights {W_i} (and biases {b_i}) as heads [B, H, T, Dh]. Several
+// x [R, E]: the rows of a [B, T] batch, packed (R = N) or padded (packed nullptr,
+// R = B·T) -> the projections by weights {W_i} (and biases {b_i}) as heads
+// [B, H, T, Dh]. Several
 // weights with all or none of their biases: ONE GEMM over the stacked weights
 // (autograd::stacked_linear: in place when the weights lie back to back, as
 // make_multi_head registers them), equal to the GEMM per weight up to the summation
@@ -122,7 +123,7 @@ std::vector<Variable> project_heads(const Variable& x, int64_t batch, int64_t le
   return out;
 }
 
-// x [B, T, E] -> its rows [B·T, E] and the layout, for project_heads.
+// x [B, T, E] -> its rows [B·T, E], for project_heads.
 Variable rows_of(const Variable& x) {
   const Shape& s = x.value().shape();
   return autograd::reshape(x, {s[0] * s[1], s[2]});

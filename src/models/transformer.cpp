@@ -35,7 +35,6 @@ namespace detail {
 // Training runs on packed rows (attention::PackedBatch): embeddings, dropout, every
 // LayerNorm, projection, FFN and residual see the real positions only; the attention
 // kernel alone sees the padded heads. Unbucketed batches are often a third padding.
-
 class TransformerLayers {
  public:
   TransformerLayers(nn::ParameterStore& store, const ModelConfig& c)
