@@ -118,8 +118,10 @@ Variable linear(const Variable& x, const Variable& w, const Variable& bias) {
   const ops::MatmulOptions wt{.transpose_a = false, .transpose_b = true};
   if (!bias.defined()) return matmul(x, w, wt);
   const Variable weights[] = {w};
-  if (x.value().rank() == 2 && packed_weight(weights, w.value().view()) != nullptr)
-    return add_bias(matmul(x, w, wt), bias);  // decoding: the packed product, as before
+  // Decoding (a PackedWeightsScope, grad mode off): the packed product, then the bias.
+  if (const ops::PackedWeight* packed =
+          x.value().rank() == 2 ? packed_weight(weights, w.value().view()) : nullptr)
+    return add_bias(Variable(ops::matmul_packed(x.value(), *packed)), bias);
   return detail::record(kLinear, ops::linear(x.value(), w.value(), bias.value()), {x, w, bias},
                         [x, w, bias, wt](const Tensor& dy) {
                           accumulate(bias, ops::bias_gradient(dy));

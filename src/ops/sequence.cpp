@@ -270,10 +270,9 @@ Tensor rows_to_heads(const TensorView& y, std::span<const int64_t> rows, const S
     }
   }
   detail::visit_dtype(y.dtype(), [&]<class T>() {
-    const std::vector<T> zeros(size_t(heads_shape[1] * heads_shape[3]), T(0));
-    for_each_head_row(
-        out.data<T>(), zeros.data(), padded, 0, 0, heads_shape,
-        [](T* head, const T* zero, int64_t n) { std::memcpy(head, zero, size_t(n) * sizeof(T)); });
+    // The zeros read no row: the row base passed is out's own (valid, never read).
+    for_each_head_row(out.data<T>(), out.data<T>(), padded, 0, 0, heads_shape,
+                      [](T* head, const T*, int64_t n) { std::fill_n(head, n, T(0)); });
     for_each_head_row(
         out.data<T>(), cy.data<T>(), rows, y.dim(1), column, heads_shape,
         [](T* head, const T* row, int64_t n) { std::memcpy(head, row, size_t(n) * sizeof(T)); });
