@@ -141,6 +141,7 @@ Variable RnnSeq2Seq::forward_train_loss(const Tensor& src, std::span<const int64
                                         const Tensor& tgt_in, std::span<const int64_t> tgt_lengths,
                                         const Tensor& tgt_out,
                                         const ops::CrossEntropyOptions& options) {
+  detail::check_targets(tgt_out, tgt_in);
   EncoderTaps unused;
   return layers_->loss(readouts(src, src_lengths, tgt_in, tgt_lengths, unused), tgt_out, options);
 }

@@ -1,5 +1,6 @@
 #include "qkv/models/seq2seq.h"
 
+#include "detail/common.h"
 #include "qkv/autograd/functions.h"
 #include "qkv/base/error.h"
 #include "qkv/models/rnn_seq2seq.h"
@@ -19,6 +20,7 @@ autograd::Variable Seq2Seq::forward_train_loss(const Tensor& src,
                                                std::span<const int64_t> tgt_lengths,
                                                const Tensor& tgt_out,
                                                const ops::CrossEntropyOptions& options) {
+  detail::check_targets(tgt_out, tgt_in);
   return autograd::cross_entropy(forward_train(src, src_lengths, tgt_in, tgt_lengths), tgt_out,
                                  options);
 }

@@ -254,9 +254,7 @@ autograd::Variable Transformer::forward_train_loss(const Tensor& src,
                                                    std::span<const int64_t> tgt_lengths,
                                                    const Tensor& tgt_out,
                                                    const ops::CrossEntropyOptions& options) {
-  QKV_CHECK(tgt_out.defined() && tgt_out.shape() == tgt_in.shape(), ShapeError,
-            "forward_train_loss: tgt_out ", tgt_out.defined() ? describe(tgt_out) : "undefined",
-            " is not shaped like tgt_in ", describe(tgt_in));
+  detail::check_targets(tgt_out, tgt_in);
   const DecoderOutput d = decoder_output(src, src_lengths, tgt_in, tgt_lengths, nullptr);
   // The targets of the real positions, in the decoder output's row order.
   const Tensor flat = tgt_out.contiguous().reshape({tgt_out.numel()});

@@ -18,6 +18,13 @@ void check_sequences(std::string_view what, const Tensor& ids, std::span<const i
               "] = ", lengths[b], " is outside [1, T = ", ids.dim(1), "]");
 }
 
+void check_targets(const Tensor& tgt_out, const Tensor& tgt_in) {
+  QKV_CHECK(tgt_out.defined() && tgt_out.shape() == tgt_in.shape(), ShapeError,
+            "forward_train_loss: tgt_out ",
+            tgt_out.defined() ? describe(tgt_out) : std::string("undefined"),
+            " is not shaped like tgt_in ", describe(tgt_in));
+}
+
 namespace {
 
 void check_indices(std::span<const int64_t> indices, int64_t batch) {

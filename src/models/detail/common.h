@@ -17,6 +17,9 @@ namespace qkv::models::detail {
 // ids [B, T] with lengths [B], each in [1, T]: ShapeError / ValueError naming `what`
 // ("src", "tgt_in") and the row.
 void check_sequences(std::string_view what, const Tensor& ids, std::span<const int64_t> lengths);
+// tgt_out shaped like tgt_in (the labels of its positions), else ShapeError naming both:
+// every forward_train_loss checks before it reads the targets.
+void check_targets(const Tensor& tgt_out, const Tensor& tgt_in);
 
 // x [B, ...] -> [indices.size(), ...] with row i = x[indices[i]] (a contiguous copy).
 // IndexError naming the index when one is outside [0, B); ValueError when empty.

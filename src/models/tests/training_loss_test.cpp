@@ -65,6 +65,20 @@ TEST_P(TrainingLoss, WithoutGradModeFusedEqualsComposedAndRecordsNothing) {
   EXPECT_NEAR(fused.data<double>()[0], composed.data<double>()[0], 1e-12);
 }
 
+// Targets that are not shaped like tgt_in are a ShapeError naming tgt_out, for every model
+// (the Transformer checks before it packs the targets by tgt_in's lengths).
+TEST_P(TrainingLoss, TargetsOfAnotherShapeAreAShapeErrorNamingThem) {
+  const std::unique_ptr<Seq2Seq> model = make_model(GetParam().config, 7);
+  const Batch b = sample_batch();
+  const Tensor longer = Tensor::zeros({b.tgt_out.dim(0), b.tgt_out.dim(1) + 1});
+  try {
+    model->forward_train_loss(b.src, b.src_lengths, b.tgt_in, b.tgt_lengths, longer, {});
+    ADD_FAILURE() << "no error for tgt_out " << longer.shape();
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("tgt_out"), std::string::npos) << e.what();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, TrainingLoss, ::testing::ValuesIn(all_variants()),
                          [](const auto& p) { return p.param.name; });
 
