@@ -118,10 +118,13 @@ Variable linear(const Variable& x, const Variable& w, const Variable& bias) {
   const ops::MatmulOptions wt{.transpose_a = false, .transpose_b = true};
   if (!bias.defined()) return matmul(x, w, wt);
   const Variable weights[] = {w};
-  // Decoding (a PackedWeightsScope, grad mode off): the packed product, then the bias.
+  // Decoding (a PackedWeightsScope, grad mode off): the packed product, the bias added
+  // to each finished sum.
   if (const ops::PackedWeight* packed =
-          x.value().rank() == 2 ? packed_weight(weights, w.value().view()) : nullptr)
-    return add_bias(Variable(ops::matmul_packed(x.value(), *packed)), bias);
+          x.value().rank() == 2 ? packed_weight(weights, w.value().view()) : nullptr) {
+    const TensorView b = bias.value().view();
+    return Variable(ops::matmul_packed(x.value(), *packed, &b));
+  }
   return detail::record(kLinear, ops::linear(x.value(), w.value(), bias.value()), {x, w, bias},
                         [x, w, bias, wt](const Tensor& dy) {
                           accumulate(bias, ops::bias_gradient(dy));
@@ -224,8 +227,8 @@ Variable stacked_linear(const Variable& x, const std::vector<Variable>& weights,
       x.value().rank() == 2 ? packed_weight(weights, w.view) : nullptr;
   Tensor y;  // x Wᵀ (+ b) [N, Σ O_i]
   if (packed) {
-    y = ops::matmul_packed(x.value(), *packed);
-    if (!biases.empty()) y = ops::add_bias(y, stacked(biases).view);
+    const Stacked b = biases.empty() ? Stacked{} : stacked(biases);
+    y = ops::matmul_packed(x.value(), *packed, biases.empty() ? nullptr : &b.view);
   } else {
     y = biases.empty() ? ops::matmul(x.value(), w.view, no_a_t_b)
                        : ops::linear(x.value(), w.view, stacked(biases).view);

@@ -61,10 +61,11 @@ bool better(const Candidate& a, const Candidate& b) {
 }
 
 // What one step contributes for one sentence: lp [rows, V] and attention [rows, Ts]
-// (nullptr when not kept) are its rows of the step's output.
+// (nullptr when not kept) are its rows of the step's output, proposals its rows' top-k ids.
 struct StepRows {
   const float* log_probs = nullptr;
   int64_t vocab = 0;
+  const std::vector<int32_t>* proposals = nullptr;
   const float* attention = nullptr;
   int64_t attention_stride = 0;
 };
@@ -76,11 +77,9 @@ void expand(Sentence& s, const StepRows& in, int64_t step, int32_t eos_id,
             std::vector<int32_t>& parents) {
   const int64_t k = s.width;
   std::vector<Candidate> candidates;
-  std::vector<int32_t> ids;
   for (size_t r = 0; r < s.live.size(); ++r) {
     const float* lp = in.log_probs + int64_t(r) * in.vocab;
-    detail::top_k(lp, in.vocab, k, ids);
-    for (const int32_t id : ids)
+    for (const int32_t id : in.proposals[r])
       candidates.push_back({s.live[r].log_prob + double(lp[id]), int32_t(r), id});
   }
   const auto keep = std::min<size_t>(size_t(k), candidates.size());
@@ -225,19 +224,25 @@ std::vector<std::vector<Hypothesis>> beam_search(models::Seq2Seq& model, const T
   }
   const bool want_attention = options.keep_attention || options.coverage_penalty > 0;
   std::vector<float> prev(sentences.size(), static_cast<float>(config.bos_id));
+  std::vector<int64_t> widths;                  // per live row: its sentence's width
+  std::vector<std::vector<int32_t>> proposals;  // per live row: its top-k ids
   for (int64_t step = 0; !prev.empty(); ++step) {
     const Tensor ids = Tensor::from({int64_t(prev.size())}, prev);
     const models::StepOutput out = model.step(ids, *state, want_attention, options.attention);
     const Tensor lp = detail::as_f32(out.log_probs);
     const Tensor attention =
         want_attention && out.attention.defined() ? detail::as_f32(out.attention) : Tensor();
+    // Each live row proposes its sentence's width best tokens.
+    widths.clear();
+    for (const Sentence& s : sentences) widths.insert(widths.end(), s.live.size(), s.width);
+    detail::top_k_rows(lp.data<float>(), lp.dim(1), widths, proposals);
     std::vector<int64_t> rows;  // the old state row of each new live hypothesis
     std::vector<float> next_prev;
     int64_t row0 = 0;
     for (Sentence& s : sentences) {
       if (s.live.empty()) continue;
       const int64_t n = int64_t(s.live.size());
-      StepRows in{lp.data<float>() + row0 * lp.dim(1), lp.dim(1), nullptr, 0};
+      StepRows in{lp.data<float>() + row0 * lp.dim(1), lp.dim(1), &proposals[size_t(row0)]};
       if (attention.defined()) {
         in.attention = attention.data<float>() + row0 * attention.dim(1);
         in.attention_stride = attention.dim(1);

@@ -24,7 +24,7 @@ namespace HWY_NAMESPACE {
 
 // Panels [p0, p1) of C.
 void PanelsImpl(const float* a, int64_t m, int64_t k, int64_t lda, const float* packed, int64_t n,
-                float* c, int64_t ldc, int64_t p0, int64_t p1) {
+                float* c, int64_t ldc, const float* bias, int64_t p0, int64_t p1) {
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t col = p * kPackedPanel;
     detail::TileProduct t;
@@ -38,6 +38,7 @@ void PanelsImpl(const float* a, int64_t m, int64_t k, int64_t lda, const float* 
     t.ldb = kPackedPanel;
     t.c = c + col;
     t.ldc = ldc;
+    t.bias = bias ? bias + col : nullptr;
     TileProductRun(t);
   }
 }
@@ -52,6 +53,8 @@ namespace {
 
 // A chunk of panels is worth a pool hand-off (~1-10 µs) from about this many FLOPs.
 constexpr int64_t kParallelFlops = int64_t{1} << 21;
+// And a chunk of packing from about this many floats (256 KiB).
+constexpr int64_t kParallelCopy = int64_t{1} << 16;
 
 }  // namespace
 
@@ -60,29 +63,40 @@ HWY_EXPORT(PanelsImpl);
 void pack_transposed(const float* w, int64_t n, int64_t k, int64_t ldw, float* packed) noexcept {
   if (n <= 0 || k <= 0) return;  // nothing to write (packed may be null then)
   const int64_t panels = (n + kPackedPanel - 1) / kPackedPanel;
-  for (int64_t p = 0; p < panels; ++p) {
-    float* panel = packed + p * kPackedPanel * k;  // [k, 32]
-    const int64_t width = std::min(kPackedPanel, n - p * kPackedPanel);
-    if (width < kPackedPanel) std::memset(panel, 0, sizeof(float) * size_t(kPackedPanel * k));
-    for (int64_t j = 0; j < width; ++j) {
-      const float* row = w + (p * kPackedPanel + j) * ldw;  // W's row = panel column j
-      for (int64_t t = 0; t < k; ++t) panel[t * kPackedPanel + j] = row[t];
+  // Panels split over the pool: decoding packs every decoder weight once per batch, and
+  // at two threads that had been serial (2-3 % of beam 4). A copy, so any split writes
+  // the same panels.
+  const int64_t grain = std::max<int64_t>(1, kParallelCopy / (kPackedPanel * k));
+  parallel_for(0, panels, grain, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      float* panel = packed + p * kPackedPanel * k;  // [k, 32]
+      const int64_t width = std::min(kPackedPanel, n - p * kPackedPanel);
+      if (width < kPackedPanel) std::memset(panel, 0, sizeof(float) * size_t(kPackedPanel * k));
+      for (int64_t j = 0; j < width; ++j) {
+        const float* row = w + (p * kPackedPanel + j) * ldw;  // W's row = panel column j
+        for (int64_t t = 0; t < k; ++t) panel[t * kPackedPanel + j] = row[t];
+      }
     }
-  }
+  });
 }
 
 void gemm_packed(const float* a, int64_t m, int64_t k, int64_t lda, const float* packed, int64_t n,
-                 float* c, int64_t ldc) noexcept {
+                 float* c, int64_t ldc, const float* bias) noexcept {
   if (m <= 0 || n <= 0) return;
-  if (k <= 0) {  // an empty sum: C = 0
-    for (int64_t r = 0; r < m; ++r) std::fill_n(c + r * ldc, n, 0.0f);
+  if (k <= 0) {  // an empty sum: C = 0 (+ bias)
+    for (int64_t r = 0; r < m; ++r) {
+      if (bias)
+        std::copy_n(bias, n, c + r * ldc);
+      else
+        std::fill_n(c + r * ldc, n, 0.0f);
+    }
     return;
   }
   const int64_t panels = (n + kPackedPanel - 1) / kPackedPanel;
   const int64_t panel_flops = 2 * m * kPackedPanel * k;
   const int64_t grain = std::max<int64_t>(1, kParallelFlops / panel_flops);
   auto run = [&](int64_t p0, int64_t p1) {
-    HWY_DYNAMIC_DISPATCH(PanelsImpl)(a, m, k, lda, packed, n, c, ldc, p0, p1);
+    HWY_DYNAMIC_DISPATCH(PanelsImpl)(a, m, k, lda, packed, n, c, ldc, bias, p0, p1);
   };
   if (panels <= grain) return run(0, panels);
   parallel_for(0, panels, grain, run);

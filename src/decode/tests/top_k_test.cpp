@@ -12,6 +12,7 @@
 
 #include "qkv/base/error.h"
 #include "qkv/base/rng.h"
+#include "qkv/base/thread_pool.h"
 
 namespace qkv::decode::detail {
 namespace {
@@ -58,6 +59,52 @@ TEST(TopK, ANanAnywhereIsAnErrorNamingTheToken) {
     } catch (const ValueError& e) {
       EXPECT_NE(std::string(e.what()).find("token " + std::to_string(at)), std::string::npos)
           << e.what();
+    }
+  }
+}
+
+// Restores the pool's size when a test ends, however it ends.
+struct ThreadCount {
+  int saved = num_threads();
+  ~ThreadCount() { set_num_threads(saved); }
+};
+
+TEST(TopK, RowsOverThePoolEqualEachRowOnItsOwn) {
+  const ThreadCount restore;
+  Rng rng(11);
+  constexpr int64_t kRows = 37, kVocab = 1000;  // several chunks of the pool's grain
+  std::vector<float> lp(size_t(kRows * kVocab));
+  for (float& x : lp) x = float(int(rng.uniform() * 50.0));  // ties
+  std::vector<int64_t> widths;
+  for (int64_t r = 0; r < kRows; ++r) widths.push_back(1 + r % 5);
+  for (const int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    std::vector<std::vector<int32_t>> ids{{99}};  // stale contents are replaced
+    top_k_rows(lp.data(), kVocab, widths, ids);
+    ASSERT_EQ(ids.size(), size_t(kRows));
+    std::vector<int32_t> one;
+    for (int64_t r = 0; r < kRows; ++r) {
+      top_k(lp.data() + r * kVocab, kVocab, widths[size_t(r)], one);
+      EXPECT_EQ(ids[size_t(r)], one) << "row " << r << ", " << threads << " threads";
+    }
+  }
+}
+
+TEST(TopK, RowsWithNansReportTheFirstRowsWhateverTheThreads) {
+  const ThreadCount restore;
+  constexpr int64_t kRows = 40, kVocab = 2000;
+  std::vector<float> lp(size_t(kRows * kVocab), -3.0f);
+  lp[size_t(9 * kVocab + 123)] = std::nanf("");   // the first row with a NaN
+  lp[size_t(30 * kVocab + 456)] = std::nanf("");  // a later one, maybe found first
+  const std::vector<int64_t> widths(size_t(kRows), 4);
+  for (const int threads : {1, 2}) {
+    set_num_threads(threads);
+    std::vector<std::vector<int32_t>> ids;
+    try {
+      top_k_rows(lp.data(), kVocab, widths, ids);
+      ADD_FAILURE() << "no error for the NaNs";
+    } catch (const ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("token 123"), std::string::npos) << e.what();
     }
   }
 }

@@ -25,6 +25,9 @@ struct TileProduct {
   int64_t ldc = 0;
   float alpha = 1.0f;
   bool accumulate = false;  // C += alpha·AB instead of C = alpha·AB (old C never read)
+  // [n] or nullptr: C = alpha·AB + bias, the bias added to each finished sum (the same
+  // bits as adding it afterwards, one pass fewer over C). Not with accumulate.
+  const float* bias = nullptr;
 };
 
 // The micro-kernel on the dispatched SIMD target (defined in flash_attention.cpp): for

@@ -1,7 +1,8 @@
-// gemm_packed against its reference twin ref::gemm (C = A · Wᵀ) on every SIMD target:
-// panel tails (n around 32), row tails (m around the register tile), k including 0
-// and 1, strided A, W and C whose extra columns must stay untouched; on FMA targets
-// the result is the in-order fma chain, bit for bit, and the same for 1 and 2 threads.
+// gemm_packed against its reference twin ref::gemm (C = A · Wᵀ, + bias) on every SIMD
+// target: panel tails (n around 32), row tails (m around the register tile), k including
+// 0 and 1, strided A, W and C whose extra columns must stay untouched, with and without
+// a bias; on FMA targets the result is the in-order fma chain (then + bias), bit for
+// bit, and the same for 1 and 2 threads.
 #include "qkv/kernels/packed_gemm.h"
 
 #include <gtest/gtest.h>
@@ -29,15 +30,17 @@ constexpr float kSentinel = 12345.0f;
 struct Product {
   int64_t m, n, k;
   std::vector<float> a, w, c;  // A [m, k + pad], W [n, k + pad], C [m, n + pad]
+  std::vector<float> bias;     // [n], or empty: none
 };
 
-Product make(int64_t m, int64_t n, int64_t k, uint32_t seed) {
+Product make(int64_t m, int64_t n, int64_t k, uint32_t seed, bool with_bias = false) {
   Product p{m,
             n,
             k,
             random_floats(m * (k + kPad), seed),
             random_floats(n * (k + kPad), seed + 1),
-            std::vector<float>(size_t(m * (n + kPad)), kSentinel)};
+            std::vector<float>(size_t(m * (n + kPad)), kSentinel),
+            with_bias ? random_floats(n, seed + 2) : std::vector<float>()};
   for (int64_t r = 0; r < n; ++r)  // W's unused columns: NaN, which no output may see
     for (int64_t t = k; t < k + kPad; ++t)
       p.w[size_t(r * (k + kPad) + t)] = std::numeric_limits<float>::quiet_NaN();
@@ -47,7 +50,8 @@ Product make(int64_t m, int64_t n, int64_t k, uint32_t seed) {
 std::vector<float> run_packed(Product p) {
   std::vector<float> packed(size_t(packed_transposed_size(p.n, p.k)), -1.0f);
   pack_transposed(p.w.data(), p.n, p.k, p.k + kPad, packed.data());
-  gemm_packed(p.a.data(), p.m, p.k, p.k + kPad, packed.data(), p.n, p.c.data(), p.n + kPad);
+  gemm_packed(p.a.data(), p.m, p.k, p.k + kPad, packed.data(), p.n, p.c.data(), p.n + kPad,
+              p.bias.empty() ? nullptr : p.bias.data());
   return p.c;
 }
 
@@ -68,16 +72,18 @@ void check(const Product& p, bool fused_multiply_add) {
         ASSERT_EQ(g, kSentinel) << "wrote past n at row " << r << " column " << col;
         continue;
       }
-      const double w = want[size_t(r * p.n + col)];
+      const float b = p.bias.empty() ? 0.0f : p.bias[size_t(col)];
+      const double w = want[size_t(r * p.n + col)] + double(b);
       ASSERT_LE(std::fabs(double(g) - w), 2.0 * double(p.k + 1) *
                                               std::numeric_limits<float>::epsilon() *
-                                              mag[size_t(r * p.n + col)])
+                                              (mag[size_t(r * p.n + col)] + std::fabs(b)))
           << "row " << r << " column " << col;
       if (fused_multiply_add) {  // the in-order fma chain, bit for bit
         float acc = 0.0f;
         for (int64_t t = 0; t < p.k; ++t)
           acc =
               std::fma(p.a[size_t(r * (p.k + kPad) + t)], p.w[size_t(col * (p.k + kPad) + t)], acc);
+        if (!p.bias.empty()) acc += b;
         ASSERT_EQ(std::bit_cast<uint32_t>(g), std::bit_cast<uint32_t>(acc))
             << "row " << r << " column " << col;
       }
@@ -95,16 +101,19 @@ TEST(PackedGemm, MatchesReferenceOnEveryTarget) {
     for (int64_t m : ms)
       for (int64_t n : ns)
         for (int64_t k : ks) {
-          SCOPED_TRACE(::testing::Message() << "m " << m << " n " << n << " k " << k);
-          check(make(m, n, k, seed_for(++i, m, n)), fma);
-          if (::testing::Test::HasFatalFailure()) return;
+          for (const bool bias : {false, true}) {
+            SCOPED_TRACE(::testing::Message()
+                         << "m " << m << " n " << n << " k " << k << " bias " << bias);
+            check(make(m, n, k, seed_for(++i, m, n), bias), fma);
+            if (::testing::Test::HasFatalFailure()) return;
+          }
         }
   });
 }
 
 TEST(PackedGemm, SameBitsForOneAndTwoThreads) {
   // Large enough to be split over the pool: the decoder's output projection at beam 4.
-  const Product p = make(128, 8000 + 7, 256, 7);
+  const Product p = make(128, 8000 + 7, 256, 7, /*with_bias=*/true);
   const int64_t before = num_threads();
   set_num_threads(1);
   const std::vector<float> one = run_packed(p);

@@ -7,6 +7,7 @@
 
 #include <array>
 
+#include "qkv/ops/elementwise.h"
 #include "qkv/ops/matmul.h"
 #include "qkv/testing/expect_error.h"
 #include "qkv/testing/tensors.h"
@@ -28,6 +29,23 @@ TEST(PackedMatmul, EqualsMatmulWithTransposedWeight) {
     const Tensor wt = w.transpose(0, 1).contiguous();
     EXPECT_TRUE(
         all_close(ops::matmul_packed(x, ops::PackedWeight(wt.transpose(0, 1))), want, 1e-5, 1e-6));
+  }
+}
+
+// The bias added in the micro-kernel's store is bit for bit add_bias afterwards, in the
+// full panels, the partial last one and the last rows' shorter tiles.
+TEST(PackedMatmul, BiasInTheProductEqualsAddingItAfterwards) {
+  for (const auto [m, n, k] :
+       {std::array<int64_t, 3>{1, 1, 1}, {3, 31, 7}, {13, 32, 16}, {29, 33, 64}, {40, 100, 3}}) {
+    SCOPED_TRACE(::testing::Message() << "m " << m << " n " << n << " k " << k);
+    for (const DType dt : {DType::F32, DType::F64}) {
+      const Tensor x = random_tensor({m, k}, dt, 1), w = random_tensor({n, k}, dt, 2);
+      const Tensor b = random_tensor({n}, dt, 3);
+      const ops::PackedWeight packed(w);
+      const TensorView bv = b.view();
+      EXPECT_TRUE(bitwise_equal(ops::matmul_packed(x, packed, &bv),
+                                ops::add_bias(ops::matmul_packed(x, packed), b)));
+    }
   }
 }
 
@@ -55,6 +73,13 @@ TEST(PackedMatmul, BadInputIsNamed) {
         ops::matmul_packed(random_tensor({2, 4}, DType::F64, 6), packed);
       },
       {"matmul_packed", "f64", "f32"}));
+  const Tensor short_bias = random_tensor({5}, DType::F32, 7);
+  const TensorView sb = short_bias.view();
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [&] {
+        ops::matmul_packed(random_tensor({2, 4}, DType::F32, 6), packed, &sb);
+      },
+      {"matmul_packed", "bias", "[5]", "[6]"}));
   EXPECT_TRUE(throws_with<ShapeError>([] { ops::PackedWeight(random_tensor({6}, DType::F32, 5)); },
                                       {"PackedWeight", "[N, K]"}));
   EXPECT_TRUE(throws_with<ShapeError>(

@@ -30,9 +30,10 @@ constexpr int64_t packed_transposed_size(int64_t n, int64_t k) noexcept {
 // w [n, k] (rows ldw apart) -> packed (packed_transposed_size(n, k) floats).
 void pack_transposed(const float* w, int64_t n, int64_t k, int64_t ldw, float* packed) noexcept;
 
-// c [m, n] (rows ldc apart) = a [m, k] (rows lda apart) · Wᵀ, W packed by
-// pack_transposed(w, n, k, ...). Panels are split over qkv's pool.
+// c [m, n] (rows ldc apart) = a [m, k] (rows lda apart) · Wᵀ (+ bias [n] when not
+// nullptr: added to each finished sum, the same bits as adding it to c afterwards), W
+// packed by pack_transposed(w, n, k, ...). Panels are split over qkv's pool.
 void gemm_packed(const float* a, int64_t m, int64_t k, int64_t lda, const float* packed, int64_t n,
-                 float* c, int64_t ldc) noexcept;
+                 float* c, int64_t ldc, const float* bias = nullptr) noexcept;
 
 }  // namespace qkv::kernels

@@ -24,16 +24,18 @@ class PackedWeight {
   DType dtype() const noexcept { return dtype_; }
 
  private:
-  friend Tensor matmul_packed(const TensorView& x, const PackedWeight& w);
+  friend Tensor matmul_packed(const TensorView& x, const PackedWeight& w, const TensorView* bias);
   Tensor packed_;  // F32: the panels; F64: W, contiguous
   int64_t n_ = 0, k_ = 0;
   DType dtype_ = DType::F32;
 };
 
-// x [M, K] -> [M, N] = x · Wᵀ, equal to matmul(x, W, {.transpose_b = true}) up to the
-// summation order (one in-order sum over K per element: the same bits for any M or
-// thread count). ShapeError naming both shapes when K differs or x is not 2-D;
-// ValueError for mixed dtypes.
-Tensor matmul_packed(const TensorView& x, const PackedWeight& w);
+// x [M, K] -> [M, N] = x · Wᵀ (+ bias [N]), equal to matmul(x, W, {.transpose_b = true})
+// (then add_bias) up to the summation order (one in-order sum over K per element: the
+// same bits for any M or thread count). The bias is added to each finished sum, bit for
+// bit add_bias(matmul_packed(x, w), bias), without add_bias's pass over the result.
+// ShapeError naming both shapes when K differs or x is not 2-D, or naming the bias when
+// it is not [N]; ValueError for mixed dtypes.
+Tensor matmul_packed(const TensorView& x, const PackedWeight& w, const TensorView* bias = nullptr);
 
 }  // namespace qkv::ops
