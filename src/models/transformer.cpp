@@ -4,6 +4,7 @@
 #include "detail/common.h"
 #include "detail/transformer_layers.h"
 #include "qkv/autograd/functions.h"
+#include "qkv/base/thread_pool.h"
 #include "qkv/nn/positions.h"
 #include "qkv/ops/sequence.h"
 #include "qkv/ops/softmax.h"
@@ -148,14 +149,31 @@ class TransformerState final : public DecoderState {
   int64_t batch_size() const noexcept override { return int64_t(lengths.size()); }
   int64_t steps() const noexcept override { return t; }
   void reorder(std::span<const int64_t> indices) override {
+    // Checks the indices against the batch before any cache moves a row.
+    std::vector<int64_t> new_lengths = detail::gather_rows(lengths, indices);
+    std::vector<int64_t> new_origins = detail::gather_rows(origins, indices);
     // The cross-attention keys and values stay one row per source (rows read them through
-    // origins): a beam's expansion and a finished sentence copy none of them.
+    // origins): a beam's expansion and a finished sentence copy none of them. The self-
+    // attention caches are independent: split over the pool (at two threads their row
+    // copies had been the largest serial part of beam 4), each one's moves in its order.
+    std::vector<detail::KvCache*> self;
+    int64_t floats = 0;
     for (detail::LayerCache& c : caches) {
-      c.self_k.reorder(indices);
-      c.self_v.reorder(indices);
+      for (detail::KvCache* kv : {&c.self_k, &c.self_v}) {
+        self.push_back(kv);
+        floats += kv->view().defined() ? kv->view().numel() : 0;
+      }
     }
-    lengths = detail::gather_rows(lengths, indices);
-    origins = detail::gather_rows(origins, indices);
+    auto run = [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) self[size_t(c)]->reorder(indices);
+    };
+    constexpr int64_t kParallelFloats = int64_t{1} << 16;  // below: not worth a hand-off
+    if (floats < kParallelFloats)
+      run(0, int64_t(self.size()));
+    else
+      parallel_for(0, int64_t(self.size()), 1, run);
+    lengths = std::move(new_lengths);
+    origins = std::move(new_origins);
   }
 };
 

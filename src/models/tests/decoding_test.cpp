@@ -7,6 +7,7 @@
 
 #include "model_test_util.h"
 #include "qkv/autograd/variable.h"
+#include "qkv/base/thread_pool.h"
 #include "qkv/models/rnn_seq2seq.h"
 #include "qkv/models/transformer.h"
 #include "qkv/ops/sequence.h"
@@ -145,6 +146,46 @@ TEST_P(EveryVariant, ReorderWithinAndAcrossSentences) {
 
 INSTANTIATE_TEST_SUITE_P(Models, EveryVariant, ::testing::ValuesIn(all_variants()),
                          [](const auto& p) { return p.param.name; });
+
+// A beam-sized state (caches large enough that a reorder splits them over the pool):
+// reordered by a permutation with cycles and repeated rows, the next step equals the
+// unmoved state's rows gathered, bit for bit the same for 1 and 2 threads.
+TEST(TransformerDecoding, ReorderOverThePoolGathersRowsForAnyThreadCount) {
+  const int saved_threads = num_threads();
+  const std::unique_ptr<Seq2Seq> model = make_model(tiny_transformer(), 7);
+  model->set_training(false);
+  const Batch batch = sample_batch();
+  const EncoderOutput enc = model->encode(batch.src, batch.src_lengths);
+  constexpr int64_t kRows = 256, kSteps = 10;  // 4 caches x 256 rows x 10 positions x 8 dims
+  std::vector<int64_t> expand, moves;
+  for (int64_t r = 0; r < kRows; ++r) {
+    expand.push_back(r % 3);
+    moves.push_back(r < 200 ? (r * 37 + 11) % 200 : r % 50);  // cycles, then repeats
+  }
+  auto ids_at = [](int64_t t, const std::vector<int64_t>& of_row) {
+    std::vector<float> ids;
+    for (const int64_t r : of_row) ids.push_back(float(4 + (r * 5 + t) % 7));
+    return Tensor::from({int64_t(of_row.size())}, ids);
+  };
+  std::vector<int64_t> identity(kRows);
+  for (int64_t r = 0; r < kRows; ++r) identity[size_t(r)] = r;
+  auto run = [&](bool reorder) {
+    std::unique_ptr<DecoderState> state = model->initial_state(enc);
+    state->reorder(expand);
+    for (int64_t t = 0; t < kSteps; ++t) model->step(ids_at(t, identity), *state, false);
+    if (reorder) state->reorder(moves);
+    return model->step(ids_at(kSteps, reorder ? moves : identity), *state, false).log_probs;
+  };
+  set_num_threads(1);
+  const Tensor unmoved = run(false);
+  const Tensor one = run(true);
+  set_num_threads(2);
+  const Tensor two = run(true);
+  set_num_threads(saved_threads);
+  EXPECT_TRUE(qkv::testing::bitwise_equal(one, two));
+  for (int64_t r = 0; r < kRows; ++r)
+    ASSERT_TRUE(all_close(row(two, r), row(unmoved, moves[size_t(r)]), 1e-6, 0)) << "row " << r;
+}
 
 // rnn:none: the decoder reads the source only through its initial state.
 TEST(RnnNone, SourceReachesTheDecoderOnlyThroughTheInitialState) {
