@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "qkv/base/error.h"
+#include "qkv/base/thread_pool.h"
 
 namespace qkv::decode {
 namespace {
@@ -102,6 +103,32 @@ TEST(GreedyDecode, CutsRowsAtMaxLength) {
   EXPECT_EQ(out[0], (std::vector<int32_t>{4}));
   EXPECT_EQ(out[1], (std::vector<int32_t>{5, 5, 5, 5}));
   EXPECT_EQ(model.rows_per_step.size(), 4u);
+}
+
+// Enough rows that each step's argmaxes are split over the pool (chunks of 4,096 rows at
+// V 8): every row still follows its own script, for 1 and 2 threads.
+TEST(GreedyDecode, ManyRowsFollowTheirScriptsForAnyThreadCount) {
+  const int saved = num_threads();
+  constexpr int64_t kRows = 9000;
+  std::vector<std::vector<int32_t>> script;
+  for (int64_t b = 0; b < kRows; ++b) {
+    std::vector<int32_t> row;
+    for (int64_t t = 0; t < b % 4; ++t) row.push_back(int32_t(4 + (b + t) % 4));
+    row.push_back(3);
+    script.push_back(row);
+  }
+  const std::vector<int64_t> lengths(size_t(kRows), 2);
+  for (const int threads : {1, 2}) {
+    set_num_threads(threads);
+    ScriptedModel model(script);
+    const auto out = greedy_decode(model, dummy_src(kRows), lengths, 10);
+    ASSERT_EQ(out.size(), size_t(kRows));
+    for (int64_t b = 0; b < kRows; ++b)
+      ASSERT_EQ(out[size_t(b)],
+                std::vector<int32_t>(script[size_t(b)].begin(), script[size_t(b)].end() - 1))
+          << "row " << b << ", " << threads << " threads";
+  }
+  set_num_threads(saved);
 }
 
 TEST(GreedyDecode, RejectsANonPositiveMaxLength) {
