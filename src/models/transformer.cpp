@@ -161,7 +161,8 @@ class TransformerState final : public DecoderState {
     for (detail::LayerCache& c : caches) {
       for (detail::KvCache* kv : {&c.self_k, &c.self_v}) {
         self.push_back(kv);
-        floats += kv->view().defined() ? kv->view().numel() : 0;
+        const Tensor filled = kv->view();
+        floats += filled.defined() ? filled.numel() : 0;
       }
     }
     auto run = [&](int64_t c0, int64_t c1) {
