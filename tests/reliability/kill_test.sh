@@ -151,6 +151,13 @@ count_resume() {
   fi
 }
 
+# show_log_tail: the failed launch's last lines (mpirun's reports span several; the work
+# directory, with the whole log, is removed at the end unless --keep).
+show_log_tail() {
+  echo "kill_test.sh: the end of launch $launch_no's log:" >&2
+  tail -n 20 "$LOG" | sed 's/^/  | /' >&2
+}
+
 # finished_on_its_own: the launch ended before the kill; its status says how. A train
 # state that does not load is a corrupt checkpoint.
 finished_on_its_own() {
@@ -161,6 +168,7 @@ finished_on_its_own() {
   count_resume
   if ((rc != 0)); then
     fail "launch $launch_no exited with status $rc: $(tail -n 1 "$LOG")"
+    show_log_tail
     grep -q "error: .*train_state.safetensors" "$LOG" && corrupt=$((corrupt + 1))
   fi
   DONE=1
@@ -226,6 +234,7 @@ while ((kills < KILLS && DONE == 0)); do
     ((rc != 0 && RANKS > 1)) && ompi_exit_race "$LOG" && rc=0
     ((rc == 0)) && { DONE=1; continue; }
     fail "launch $launch_no exited with status $rc: $(tail -n 1 "$LOG")"
+    show_log_tail
     continue
   fi
   kills=$((kills + 1))
