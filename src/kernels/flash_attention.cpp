@@ -265,6 +265,52 @@ HWY_INLINE void ScaleAddRow(float* HWY_RESTRICT y, float a, float w, const float
   });
 }
 
+// o = alpha·o + Σ_j p[j]·v_j over the block's nc value rows (rows dv apart), o held in
+// NV vectors (dv = NV · lanes) across the block: per element the operations of
+// ScaleAddRow, in the same order (o·alpha then one fma per key; later keys scale by 1,
+// which is exact and skipped), so the same bits without a store and reload of o per key.
+template <int NV>
+HWY_INLINE void AccumulateValues(float* HWY_RESTRICT o, float alpha, const float* HWY_RESTRICT p,
+                                 const float* HWY_RESTRICT v, int64_t nc, int64_t dv) {
+  const DF d;
+  const int64_t lanes = int64_t(hn::Lanes(d));
+  VF acc[NV];
+  const VF a = hn::Set(d, alpha), w0 = hn::Set(d, p[0]);
+#pragma GCC unroll 8
+  for (int i = 0; i < NV; ++i)
+    acc[i] = hn::MulAdd(w0, hn::LoadU(d, v + i * lanes), hn::Mul(a, hn::LoadU(d, o + i * lanes)));
+  for (int64_t j = 1; j < nc; ++j) {
+    const VF w = hn::Set(d, p[j]);
+    const float* vj = v + j * dv;
+#pragma GCC unroll 8
+    for (int i = 0; i < NV; ++i) acc[i] = hn::MulAdd(w, hn::LoadU(d, vj + i * lanes), acc[i]);
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < NV; ++i) hn::StoreU(acc[i], d, o + i * lanes);
+}
+
+// The same for any dv: register-resident for dv of 1, 2, 4 or 8 whole vectors (dv 64 is
+// 4 AVX-512 or 8 AVX2 vectors), else row by row in memory.
+HWY_INLINE void AccumulateValueRows(float* o, float alpha, const float* p, const float* v,
+                                    int64_t nc, int64_t dv) {
+  const int64_t lanes = int64_t(hn::Lanes(DF()));
+  if (nc > 0 && dv % lanes == 0) {
+    switch (dv / lanes) {
+      case 1:
+        return AccumulateValues<1>(o, alpha, p, v, nc, dv);
+      case 2:
+        return AccumulateValues<2>(o, alpha, p, v, nc, dv);
+      case 4:
+        return AccumulateValues<4>(o, alpha, p, v, nc, dv);
+      case 8:
+        return AccumulateValues<8>(o, alpha, p, v, nc, dv);
+      default:
+        break;
+    }
+  }
+  for (int64_t j = 0; j < nc; ++j) ScaleAddRow(o, j == 0 ? alpha : 1.0f, p[j], v + j * dv, dv);
+}
+
 // Head h when it has one query (tq = 1: a decoding step). The tiled path would hold the
 // query side in the vector lanes, 1 of 8 or 16 used; here the scores are dot products
 // along dh and the output a weighted sum of V's rows, with the same online softmax over
@@ -289,8 +335,7 @@ void SingleQuery(const FlashAttentionSpec& s, const float* q, const float* k, co
     const float mnew = std::max(m, mt);
     const float alpha = m == -kInf ? 0.0f : std::exp(m - mnew);  // rescales what came before
     l = alpha * l + ExpSubSum(p, nc, mnew);
-    for (int64_t j = 0; j < nc; ++j)
-      ScaleAddRow(o, j == 0 ? alpha : 1.0f, p[j], vh + (j0 + j) * s.dv, s.dv);
+    AccumulateValueRows(o, alpha, p, vh + j0 * s.dv, nc, s.dv);
     m = mnew;
   }
   if (l == 0.0f) {  // no visible key: O = 0, lse = -inf

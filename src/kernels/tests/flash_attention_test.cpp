@@ -154,11 +154,24 @@ struct Shape {
 // Each (tq, tk) of the brief paired with a few head dims (not all combinations: the
 // double reference is O(bh·tq·tk·d) per pass).
 constexpr Shape kShapes[] = {
-    {2, 1, 239, 1, 7},    {2, 1, 239, 128, 64}, {5, 1, 64, 64, 64},     {3, 1, 1, 17, 33},
-    {2, 3, 799, 59, 111}, {2, 3, 799, 7, 1},    {2, 257, 257, 64, 64},  {1, 257, 257, 111, 59},
-    {1, 1024, 1, 7, 128}, {1, 1024, 1, 1, 1},   {1, 70, 130, 200, 150},  // dh, dv above the
-                                                                         // kernel's 128: Qᵀ, dOᵀ
-                                                                         // transposed in chunks
+    {2, 1, 239, 1, 7},
+    {2, 1, 239, 128, 64},
+    {5, 1, 64, 64, 64},
+    {3, 1, 1, 17, 33},
+    // One query, dv of 1, 2, 4, 8 and 16 vectors (AVX-512 / AVX2): the value sum held in
+    // registers, and in memory past 8 vectors.
+    {2, 1, 70, 16, 16},
+    {2, 1, 100, 32, 32},
+    {1, 1, 150, 128, 128},
+    {1, 1, 65, 8, 256},
+    {2, 3, 799, 59, 111},
+    {2, 3, 799, 7, 1},
+    {2, 257, 257, 64, 64},
+    {1, 257, 257, 111, 59},
+    {1, 1024, 1, 7, 128},
+    {1, 1024, 1, 1, 1},
+    // dh, dv above the kernel's 128: Qᵀ, dOᵀ transposed in chunks.
+    {1, 70, 130, 200, 150},
 };
 
 TEST(FlashAttention, MatchesReferenceOnEveryTarget) {
