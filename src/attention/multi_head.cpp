@@ -93,10 +93,9 @@ bool none_defined(const std::vector<Variable>& v) {
 
 // x [R, E]: the rows of a [B, T] batch, packed (R = N) or padded (packed nullptr,
 // R = B·T) -> the projections by weights {W_i} (and biases {b_i}) as heads
-// [B, H, T, Dh]. Several
-// weights with all or none of their biases: ONE GEMM over the stacked weights
-// (autograd::stacked_linear: in place when the weights lie back to back, as
-// make_multi_head registers them), equal to the GEMM per weight up to the summation
+// [B, H, T, Dh]. Several weights with all or none of their biases: ONE GEMM over the
+// stacked weights (autograd::stacked_linear: in place when the weights lie back to back,
+// as make_multi_head registers them), equal to the GEMM per weight up to the summation
 // order; mixed biases keep a GEMM per weight.
 std::vector<Variable> project_heads(const Variable& x, int64_t batch, int64_t length,
                                     const PackedBatch* packed, const std::vector<Variable>& weights,

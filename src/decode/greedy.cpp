@@ -1,7 +1,6 @@
 #include "qkv/decode/greedy.h"
 
-#include <algorithm>
-
+#include "detail/rows.h"
 #include "qkv/autograd/packed_weights.h"
 #include "qkv/base/error.h"
 #include "qkv/base/thread_pool.h"
@@ -31,8 +30,7 @@ int32_t argmax_row(const Tensor& x, int64_t r) {
 std::vector<int32_t> argmax_rows(const Tensor& log_probs) {
   const int64_t rows = log_probs.dim(0), v = log_probs.dim(1);
   std::vector<int32_t> best(static_cast<size_t>(rows));
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(1, v));
-  parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
+  parallel_for(0, rows, detail::rows_per_chunk(v), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r)
       best[size_t(r)] = log_probs.dtype() == DType::F64 ? argmax_row<double>(log_probs, r)
                                                         : argmax_row<float>(log_probs, r);

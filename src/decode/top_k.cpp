@@ -4,6 +4,7 @@
 #include <cmath>
 #include <exception>
 
+#include "detail/rows.h"
 #include "qkv/base/error.h"
 #include "qkv/base/thread_pool.h"
 
@@ -50,9 +51,7 @@ void top_k_rows(const float* lp, int64_t v, std::span<const int64_t> widths,
   const auto rows = int64_t(widths.size());
   ids.resize(size_t(rows));
   std::vector<std::exception_ptr> errors(static_cast<size_t>(rows));
-  // A row takes a few microseconds at V 8000; chunks of ~32k entries pay for a hand-off.
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(1, v));
-  parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
+  parallel_for(0, rows, rows_per_chunk(v), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       try {
         top_k(lp + r * v, v, widths[size_t(r)], ids[size_t(r)]);

@@ -82,13 +82,13 @@ HWY_NOINLINE void Block(const detail::TileProduct& p, const float* HWY_RESTRICT 
     for (int v = 0; v < NV; ++v) {
       float* cp = c + r * p.ldc + v * lanes;
       const bool part = kPartial && v == NV - 1;
-      VF out = hn::Mul(alpha, acc[r][v]);
+      VF out = p.accumulate ? hn::MulAdd(alpha, acc[r][v],
+                                         part ? hn::MaskedLoad(last, d, cp) : hn::LoadU(d, cp))
+                            : hn::Mul(alpha, acc[r][v]);
       if (bias != nullptr) {
         const float* bp = bias + v * lanes;
         out = hn::Add(out, part ? hn::MaskedLoad(last, d, bp) : hn::LoadU(d, bp));
       }
-      if (p.accumulate)
-        out = hn::MulAdd(alpha, acc[r][v], part ? hn::MaskedLoad(last, d, cp) : hn::LoadU(d, cp));
       if (part)
         hn::BlendedStore(out, last, d, cp);
       else

@@ -25,8 +25,9 @@ struct TileProduct {
   int64_t ldc = 0;
   float alpha = 1.0f;
   bool accumulate = false;  // C += alpha·AB instead of C = alpha·AB (old C never read)
-  // [n] or nullptr: C = alpha·AB + bias, the bias added to each finished sum (the same
-  // bits as adding it afterwards, one pass fewer over C). Not with accumulate.
+  // [n] or nullptr: the bias added to each finished result (C = alpha·AB + bias, or with
+  // accumulate C = (alpha·AB + C) + bias): the same bits as adding it afterwards, one
+  // pass fewer over C.
   const float* bias = nullptr;
 };
 

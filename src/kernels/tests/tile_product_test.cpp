@@ -1,7 +1,8 @@
 // The flash-attention micro-kernel (kernels/detail/tile_product.h) against a scalar
 // loop, on every SIMD target: odd m (row tails below the register tile), odd n (a full
 // vector, then a masked one), odd k, A row-major or read transposed, overwrite or
-// accumulate, and rows of B and C wider than n whose extra columns must stay untouched.
+// accumulate, with or without a bias, and rows of B and C wider than n whose extra
+// columns must stay untouched.
 #include "kernels/detail/tile_product.h"
 
 #include <gtest/gtest.h>
@@ -27,11 +28,11 @@ constexpr float kSentinel = 12345.0f;
 
 struct Case {
   int64_t m, n, k;
-  bool transposed_a, accumulate;
+  bool transposed_a, accumulate, bias;
 };
 
 // C as the kernel must produce it: per element the fma chain over t = 0..k−1 in order,
-// then alpha·acc (or fma(alpha, acc, C)).
+// then alpha·acc (or fma(alpha, acc, C)), then + bias.
 std::vector<float> scalar_product(const TileProduct& p, std::vector<float> c) {
   for (int64_t r = 0; r < p.m; ++r)
     for (int64_t col = 0; col < p.n; ++col) {
@@ -40,6 +41,7 @@ std::vector<float> scalar_product(const TileProduct& p, std::vector<float> c) {
         acc = std::fma(p.a[r * p.ars + t * p.ats], p.b[t * p.ldb + col], acc);
       float& out = c[r * p.ldc + col];
       out = p.accumulate ? std::fma(p.alpha, acc, out) : p.alpha * acc;
+      if (p.bias) out += p.bias[col];
     }
   return c;
 }
@@ -49,7 +51,8 @@ double bound(const TileProduct& p, const std::vector<float>& c0, int64_t r, int6
   double mag = 0;
   for (int64_t t = 0; t < p.k; ++t)
     mag += std::fabs(double(p.a[r * p.ars + t * p.ats]) * double(p.b[t * p.ldb + col]));
-  mag = std::fabs(double(p.alpha)) * mag + (p.accumulate ? std::fabs(c0[r * p.ldc + col]) : 0.0);
+  mag = std::fabs(double(p.alpha)) * mag + (p.accumulate ? std::fabs(c0[r * p.ldc + col]) : 0.0) +
+        (p.bias ? std::fabs(double(p.bias[col])) : 0.0);
   return 4.0 * double(p.k + 2) * std::numeric_limits<float>::epsilon() * mag;
 }
 
@@ -64,6 +67,7 @@ void check(const Case& cs, bool fused_multiply_add, uint32_t seed) {
   for (int64_t r = 0; r < cs.m; ++r)
     for (int64_t col = cs.n; col < cs.n + kPad; ++col) c0[r * (cs.n + kPad) + col] = kSentinel;
   std::vector<float> c = c0;
+  const std::vector<float> bias = random_floats(cs.n + kPad, seed + 3);
   TileProduct p{cs.m,
                 cs.n,
                 cs.k,
@@ -75,7 +79,8 @@ void check(const Case& cs, bool fused_multiply_add, uint32_t seed) {
                 c.data(),
                 cs.n + kPad,
                 0.75f,
-                cs.accumulate};
+                cs.accumulate,
+                cs.bias ? bias.data() : nullptr};
   detail::tile_product(p);
   const std::vector<float> want = scalar_product(p, c0);
   for (int64_t r = 0; r < cs.m; ++r)
@@ -107,13 +112,14 @@ TEST(TileProduct, MatchesScalarLoopOnEveryTarget) {
       for (int64_t nn : ns)
         for (int64_t k : ks)
           for (bool transposed : {false, true})
-            for (bool accumulate : {false, true}) {
-              SCOPED_TRACE(::testing::Message()
-                           << "m " << m << " n " << nn << " k " << k << " transposed A "
-                           << transposed << " accumulate " << accumulate);
-              check({m, nn, k, transposed, accumulate}, fma, seed_for(++n, m, nn));
-              if (::testing::Test::HasFatalFailure()) return;
-            }
+            for (bool accumulate : {false, true})
+              for (bool bias : {false, true}) {
+                SCOPED_TRACE(::testing::Message()
+                             << "m " << m << " n " << nn << " k " << k << " transposed A "
+                             << transposed << " accumulate " << accumulate << " bias " << bias);
+                check({m, nn, k, transposed, accumulate, bias}, fma, seed_for(++n, m, nn));
+                if (::testing::Test::HasFatalFailure()) return;
+              }
   });
 }
 
