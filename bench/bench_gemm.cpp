@@ -1,5 +1,6 @@
-// GEMM: qkv's gemm() (OpenBLAS single-threaded, blocks over qkv's pool) against raw
-// OpenBLAS with its own threads, and qkv's portable SIMD GEMM. GFLOP/s = 2·m·n·k / s.
+// GEMM: qkv's gemm() (OpenBLAS single-threaded in blocks over qkv's pool, or qkv's own
+// gemm_portable: gemm.h says which on which CPU) against raw OpenBLAS with its own
+// threads, and each backend pinned. GFLOP/s = 2·m·n·k / s.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -124,15 +125,31 @@ void TrainingShapes(benchmark::internal::Benchmark* b) {
   b->UseRealTime()->Unit(benchmark::kMillisecond);
 }
 
-void BM_QkvGemmTraining(benchmark::State& state) {
+kernels::GemmSpec training_spec(const benchmark::State& state) {
   kernels::GemmSpec s;
   s.m = state.range(0), s.n = state.range(1), s.k = state.range(2);
   s.trans_a = state.range(3) != 0, s.trans_b = state.range(4) != 0;
   s.lda = s.trans_a ? s.m : s.k, s.ldb = s.trans_b ? s.k : s.n, s.ldc = s.n;
-  time_gemm(state, &kernels::gemm, s, 5);
+  return s;
+}
+
+// gemm() as users get it (Auto backend), then each backend pinned: which one Auto should
+// pick on this CPU (gemm.h, auto_gemm_backend).
+void BM_QkvGemmTraining(benchmark::State& state) {
+  time_gemm(state, &kernels::gemm, training_spec(state), 5);
+}
+void BM_OpenBlasGemmTraining(benchmark::State& state) {
+  kernels::set_gemm_backend(kernels::GemmBackend::OpenBlas);
+  time_gemm(state, &kernels::gemm, training_spec(state), 5);
+  kernels::set_gemm_backend(kernels::GemmBackend::Auto);
+}
+void BM_PortableGemmTraining(benchmark::State& state) {
+  time_gemm(state, &kernels::gemm_portable, training_spec(state), 5);
 }
 
 BENCHMARK(BM_QkvGemmTraining)->Apply(TrainingShapes);
+BENCHMARK(BM_OpenBlasGemmTraining)->Apply(TrainingShapes);
+BENCHMARK(BM_PortableGemmTraining)->Apply(TrainingShapes);
 BENCHMARK(BM_DecodeProjectionGemm)->Apply(DecodeShapes);
 BENCHMARK(BM_DecodeProjectionPacked)->Apply(DecodeShapes);
 

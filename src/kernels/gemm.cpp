@@ -14,28 +14,17 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <thread>
 
+#include "kernels/detail/gemm_blocking.h"
 #include "qkv/base/error.h"
 #include "qkv/base/thread_pool.h"
 
 namespace qkv::kernels {
 namespace {
 
-// Products below this many multiply-adds (m·n·k) run as one call. Splitting costs a
-// pool hand-off and, per extra block, one more packing of the shared operand by
-// OpenBLAS; measured on an AVX-512 core (OPENBLAS_CORETYPE=SkylakeX), a 256³ product
-// cut in two runs 7% slower on one thread, so only larger products are split.
-constexpr int64_t kSerialWork = int64_t{1} << 24;  // 256³
-// Block edges are at least this long (rows or columns of C).
-constexpr int64_t kMinBlock = 128;
-// Upper bound on blocks per product, whatever the machine.
-constexpr int64_t kMaxBlocks = 64;
 // gemm_batched groups small matrices into chunks of about this many multiply-adds, to
 // amortise the pool hand-off (2^21 ≈ 64·128·256, about 40 µs on one AVX-512 core).
 constexpr int64_t kBatchChunkWork = int64_t{1} << 21;
-// Block edges are multiples of this so blocks align with OpenBLAS's register tiles.
-constexpr int64_t kBlockAlign = 16;
 
 void ensure_openblas_single_threaded() noexcept {
   // Function-local static: initialised exactly once, thread-safely (C++11 magic static).
@@ -46,32 +35,8 @@ void ensure_openblas_single_threaded() noexcept {
   (void)once;
 }
 
-// How one product is cut: `count` blocks of `size` rows (by_rows) or columns.
-struct Blocking {
-  bool by_rows = true;
-  int64_t size = 0;   // block edge along the split dimension
-  int64_t count = 1;  // number of blocks
-};
-
-// One block per core of the machine, fewer for small products. Each extra block
-// repacks op(B) (row blocks) or op(A) (column blocks) in OpenBLAS, which measured 1.5-2%
-// per block at 512 to 2048 rows with a SkylakeX core; so the count follows the cores,
-// not a fixed fine grain. It depends on (m, n, k) and the machine's core count only --
-// never on --threads -- so results are bitwise identical for any thread count.
-Blocking choose_blocking(int64_t m, int64_t n, int64_t k) noexcept {
-  static const int64_t cores =
-      std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, kMaxBlocks);
-  Blocking b;
-  b.by_rows = m >= n;
-  const int64_t dim = b.by_rows ? m : n;
-  b.size = dim;
-  const int64_t wanted = std::min({cores, m * n * k / kSerialWork, dim / kMinBlock});
-  if (wanted <= 1) return b;
-  int64_t size = (dim + wanted - 1) / wanted;
-  b.size = (size + kBlockAlign - 1) / kBlockAlign * kBlockAlign;
-  b.count = (dim + b.size - 1) / b.size;
-  return b;
-}
+using detail::choose_gemm_blocking;
+using Blocking = detail::GemmBlocking;
 
 // C = beta·C for the degenerate k == 0 (or alpha == 0) product; beta == 0 writes
 // zeros so NaN/Inf already in C are not kept (BLAS convention).
@@ -131,7 +96,7 @@ void gemm(const GemmSpec& spec, const float* a, const float* b, float* c) noexce
   if (gemm_backend() == GemmBackend::Portable) return gemm_portable(spec, a, b, c);
   check_spec(spec);
   ensure_openblas_single_threaded();
-  const Blocking bl = choose_blocking(spec.m, spec.n, spec.k);
+  const Blocking bl = choose_gemm_blocking(spec.m, spec.n, spec.k);
   if (bl.count == 1) return run_block(spec, bl, 0, a, b, c);
   parallel_for(0, bl.count, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t blk = lo; blk < hi; ++blk) run_block(spec, bl, blk, a, b, c);
@@ -161,7 +126,7 @@ void gemm_batched(const GemmSpec& spec, const BatchStrides& strides, const float
   // Tasks are (matrix, block) pairs. How tasks are grouped into chunks does not affect
   // any result (each block is its own call), so the grain is free to target about
   // kBatchChunkWork multiply-adds per chunk.
-  const Blocking bl = choose_blocking(spec.m, spec.n, spec.k);
+  const Blocking bl = choose_gemm_blocking(spec.m, spec.n, spec.k);
   const int64_t tasks = strides.batch * bl.count;
   const int64_t block_work =
       (bl.by_rows ? bl.size * spec.n : spec.m * bl.size) * spec.k;  // multiply-adds

@@ -32,14 +32,17 @@ bool core_uses_avx2(std::string_view core) {
   return false;
 }
 
-bool openblas_is_weak() {
-  const CpuFeatures& cpu = cpu_features();
-  return cpu.avx2 && cpu.fma && !core_uses_avx2(openblas_core());
+bool has_avx512(const CpuFeatures& cpu) {
+  return cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq;
+}
+
+bool openblas_is_weak(const CpuFeatures& cpu, std::string_view core) {
+  return cpu.avx2 && cpu.fma && !core_uses_avx2(core);
 }
 
 GemmBackend resolve(GemmBackend requested) {
   if (requested != GemmBackend::Auto) return requested;
-  return openblas_is_weak() ? GemmBackend::Portable : GemmBackend::OpenBlas;
+  return auto_gemm_backend(cpu_features(), openblas_core());
 }
 
 GemmBackend from_environment() {
@@ -66,6 +69,11 @@ std::atomic<GemmBackend>& backend_slot() noexcept {
 
 }  // namespace
 
+GemmBackend auto_gemm_backend(const CpuFeatures& cpu, std::string_view openblas_core) noexcept {
+  if (has_avx512(cpu) || openblas_is_weak(cpu, openblas_core)) return GemmBackend::Portable;
+  return GemmBackend::OpenBlas;
+}
+
 void set_gemm_backend(GemmBackend backend) noexcept {
   GemmBackend resolved = GemmBackend::OpenBlas;
   try {
@@ -82,8 +90,10 @@ GemmBackend gemm_backend() noexcept {
 std::string gemm_backend_description() {
   const std::string core = openblas_core();
   if (gemm_backend() == GemmBackend::OpenBlas) return "openblas (core " + core + ")";
-  return "portable (OpenBLAS core " + core +
-         (core_uses_avx2(core) ? ", not chosen)" : " lacks AVX2/FMA)");
+  if (!core_uses_avx2(core)) return "portable (OpenBLAS core " + core + " lacks AVX2/FMA)";
+  if (has_avx512(cpu_features()))
+    return "portable (AVX-512; OpenBLAS core " + core + " not chosen)";
+  return "portable (OpenBLAS core " + core + ", not chosen)";
 }
 
 }  // namespace qkv::kernels

@@ -1,28 +1,59 @@
-// gemm_portable(): qkv's own SGEMM, for builds or machines without a usable BLAS.
+// gemm_portable(): qkv's own SGEMM, on the register-tiled micro-kernel that the packed
+// and flash kernels share (detail/tile_product-inl.h: 12 rows × 2 vectors on AVX-512,
+// 6 × 2 on AVX2).
 //
-// The classic Goto/BLIS structure (Goto & van de Geijn, "Anatomy of High-Performance
-// Matrix Multiplication", TOMS 2008; Van Zee & van de Geijn, BLIS, TOMS 2015):
-//   C is cut into tiles of kMC × kNC; for each kKC-deep slice of the k axis the tile's
-//   op(A) rows are packed into MR-row micro-panels and op(B) columns into NR-column
-//   micro-panels (contiguous, zero-padded, so every transpose case becomes the same
-//   unit-stride kernel); an MR × NR register-blocked micro-kernel then does rank-1
-//   updates: per step one broadcast of A, two vector loads of B, 2·MR FMAs.
-// Packing buffers are fixed-size stack arrays (no heap): ~360 KiB of stack with
-// AVX-512, well within the 8 MiB default of the main thread and std::thread. Tiles run in parallel
-// over qkv's pool; every C element is produced by the same micro-kernel sequence (k sliced at fixed
-// kKC boundaries) whatever tile or thread computes it, so results do not depend on the thread
-// count.
+// The Goto/BLIS structure (Goto & van de Geijn, "Anatomy of High-Performance Matrix
+// Multiplication", TOMS 2008), reduced to what this micro-kernel needs. For each column
+// block of C (at most kNC wide) and each kKC-deep slice of k, op(B)'s slice is packed once
+// into panels 2 vectors wide ([kc, 2·lanes], contiguous, zero-padded), then every kMC-row
+// block of C copies its rows of op(A) dense and multiplies them by the panels one after
+// another.
+//
+// Why this shape (measured on an AVX-512 Xeon VM, 1 thread, bench/bench_gemm.cpp): the
+// earlier version packed op(B) again for every 96 × 256 tile of C and ran its own
+// micro-kernel; that packing was a quarter of the time (72-105 GFLOP/s where OpenBLAS's
+// SkylakeX kernels ran 113-138). Packed once per column block it runs 118-150 on the
+// Transformer update's products (BM_QkvGemmTraining), and a training update at 1 thread
+// is 5-8 % faster than on OpenBLAS (bench/README.md).
+//
+// Threads: a large product is cut into one block of C per thread of the pool
+// (detail/gemm_blocking.h); each block is one serial product with its own packing
+// buffer. Every C element is the same sequence of operations whatever block, thread or
+// register tile computes it (an in-order FMA chain over each kKC slice, the slices added
+// into C in order), so results do not depend on the cut, hence not on the thread count
+// (Gemm.BitwiseIdenticalForOneAndTwoThreads, where the cut differs).
+//
+// Memory: the packed block is kKC × kNC floats (2 MiB) per thread that runs a product,
+// allocated at its first product and kept (the one allocation in src/kernels: too large
+// for a stack). A thread that cannot have it computes its block with ref::gemm.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <new>
 
+#include "kernels/detail/gemm_blocking.h"
+#include "kernels/detail/gemm_portable_testing.h"
+#include "kernels/detail/tile_product.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/kernels/gemm.h"
+
+#ifndef QKV_GEMM_PORTABLE_FLAG_DEFINED
+#define QKV_GEMM_PORTABLE_FLAG_DEFINED
+namespace qkv::kernels::detail {
+// Set only by deny_gemm_portable_buffers_for_testing.
+inline std::atomic<bool> gemm_portable_buffers_denied{false};
+}  // namespace qkv::kernels::detail
+#endif
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/gemm_portable.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
+// Order matters: the Highway headers below come after foreach_target.h.
 #include <hwy/highway.h>
+
+#include "kernels/detail/tile_product-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace qkv::kernels {
@@ -30,146 +61,216 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 using DF = hn::ScalableTag<float>;
-using VF = hn::Vec<DF>;
 constexpr int64_t kLanes = static_cast<int64_t>(hn::MaxLanes(DF()));
-// Register tile: NR = two vectors of C columns; MR rows chosen so the 2·MR
-// accumulators + 2 B vectors + 1 broadcast fit the register file (AVX-512: 24+3 of 32
-// zmm; AVX2: 12+3 of 16 ymm).
+// A panel of packed op(B): the micro-kernel's register tile is 2 vectors wide.
 constexpr int64_t kNR = 2 * kLanes;
-constexpr int64_t kMR = kLanes >= 16 ? 12 : 6;
-// Cache blocking: a kKC × kNR B micro-panel (32 KiB with AVX-512) stays in L1 while
-// the kMC × kKC packed A block (96 KiB) streams from L2.
-constexpr int64_t kKC = 256;
-constexpr int64_t kMC = kMR * 8;
-constexpr int64_t kNC = kNR * 8;
-// Below this many multiply-adds a product runs on the calling thread.
-constexpr int64_t kSerialWork = int64_t{1} << 21;
+// k slice: a [kKC, kNR] panel is 64 KiB with AVX-512 (L1 and L2), and C is read and
+// written once per slice. Measured against 256 and 384 (and kMC, kNC together) on the
+// Transformer update's products: 512 was best or within the noise on all of them.
+constexpr int64_t kKC = 512;
+// Rows of C per micro-kernel pass over the packed columns: their A block (kMC × kKC,
+// 96 KiB) stays in L2 across the panels. 48 against 72 and 96: within the noise.
+constexpr int64_t kMC = 48;
+// Columns of C packed at once (a multiple of kNR on every target): the packed block is
+// kKC × kNC floats, 2 MiB. 1024 keeps the Transformer's FFN (1024 wide) in one block,
+// so A is read once; 384 and 768 were 5-8 % slower on those products.
+constexpr int64_t kNC = 1024;
+// A's rows copied kc + kPad floats apart: never 4 KiB apart (L1 set conflicts).
+constexpr int64_t kPad = 16;
 
-// One k-slice of an MR × NR block of C: acc = Σ_p a[p, :] ⊗ b[p, :], then
-//   first slice: C = alpha·acc + beta·C (beta == 0: C = alpha·acc, old C never read)
-//   later ones:  C += alpha·acc.
-// ap (kc, kMR) packed; bp (kc, kNR) packed; c (mr, nr) valid part of the block.
-HWY_INLINE void MicroKernel(int64_t kc, const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp,
-                            float* c, int64_t ldc, int64_t mr, int64_t nr, bool first, float alpha,
-                            float beta) {
-  const DF d;
-  VF acc0[kMR], acc1[kMR];
-#pragma GCC unroll 16
-  for (int64_t r = 0; r < kMR; ++r) acc0[r] = acc1[r] = hn::Zero(d);
-  for (int64_t p = 0; p < kc; ++p) {
-    const VF b0 = hn::Load(d, bp + p * kNR);
-    const VF b1 = hn::Load(d, bp + p * kNR + kLanes);
-#pragma GCC unroll 16
-    for (int64_t r = 0; r < kMR; ++r) {
-      const VF av = hn::Set(d, ap[p * kMR + r]);
-      acc0[r] = hn::MulAdd(av, b0, acc0[r]);
-      acc1[r] = hn::MulAdd(av, b1, acc1[r]);
-    }
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+// out[q·ldo + i] = in[i·ldi + q] for i, q < 8: the classic three rounds of 256-bit
+// shuffles (32-bit interleave, 64-bit interleave, 128-bit halves).
+HWY_INLINE void Transpose8x8(const float* HWY_RESTRICT in, int64_t ldi, float* HWY_RESTRICT out,
+                             int64_t ldo) {
+  const hn::Full256<float> d;
+  const hn::Repartition<double, decltype(d)> dd;
+  using V = hn::Vec<decltype(d)>;
+  V r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = hn::LoadU(d, in + i * ldi);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = hn::InterleaveLower(d, r[i], r[i + 1]);  // per 128-bit half: r_i0 r_i+1,0 r_i1 r_i+1,1
+    t[i + 1] = hn::InterleaveUpper(d, r[i], r[i + 1]);
   }
-  const VF va = hn::Set(d, alpha), vb = hn::Set(d, beta);
-  auto combine = [&](VF acc, const float* old) {
-    if (!first) return hn::MulAdd(va, acc, hn::LoadU(d, old));
-    if (beta == 0.0f) return hn::Mul(va, acc);
-    return hn::MulAdd(va, acc, hn::Mul(vb, hn::LoadU(d, old)));
-  };
-  if (mr == kMR && nr == kNR) {
-#pragma GCC unroll 16
-    for (int64_t r = 0; r < kMR; ++r) {
-      float* row = c + r * ldc;
-      hn::StoreU(combine(acc0[r], row), d, row);
-      hn::StoreU(combine(acc1[r], row + kLanes), d, row + kLanes);
+  for (int h = 0; h < 8; h += 4)
+    for (int i = 0; i < 2; ++i) {
+      const auto lo = hn::BitCast(dd, t[h + i]), hi = hn::BitCast(dd, t[h + i + 2]);
+      r[h + 2 * i] = hn::BitCast(d, hn::InterleaveLower(dd, lo, hi));
+      r[h + 2 * i + 1] = hn::BitCast(d, hn::InterleaveUpper(dd, lo, hi));
     }
-    return;
-  }
-  // Edge block: go through a full-size scratch tile, copy the valid part back.
-  alignas(64) float tile[kMR * kNR];
-  for (int64_t r = 0; r < mr; ++r)
-    for (int64_t j = 0; j < nr; ++j) tile[r * kNR + j] = c[r * ldc + j];
-#pragma GCC unroll 16
-  for (int64_t r = 0; r < kMR; ++r) {
-    float* row = tile + r * kNR;
-    hn::Store(combine(acc0[r], row), d, row);
-    hn::Store(combine(acc1[r], row + kLanes), d, row + kLanes);
-  }
-  for (int64_t r = 0; r < mr; ++r)
-    for (int64_t j = 0; j < nr; ++j) c[r * ldc + j] = tile[r * kNR + j];
-}
-
-// Packs op(A)[i0 : i0+mc, p0 : p0+kc] into kMR-row micro-panels:
-// dst[panel][p][r] = op(A)[i0 + panel·kMR + r, p0 + p], zero rows past mc.
-void PackA(const GemmSpec& s, const float* a, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
-           float* HWY_RESTRICT dst) {
-  for (int64_t ip = 0; ip < mc; ip += kMR) {
-    const int64_t rows = std::min(kMR, mc - ip);
-    float* panel = dst + ip * kc;  // (kc, kMR)
-    if (s.trans_a) {               // A stored (k, m): a row of A holds consecutive i
-      for (int64_t p = 0; p < kc; ++p) {
-        const float* src = a + (p0 + p) * s.lda + i0 + ip;  // (rows)
-        for (int64_t r = 0; r < rows; ++r) panel[p * kMR + r] = src[r];
-        for (int64_t r = rows; r < kMR; ++r) panel[p * kMR + r] = 0.0f;
-      }
-    } else {  // A stored (m, k): read each row contiguously, write with stride kMR
-      for (int64_t r = 0; r < rows; ++r) {
-        const float* src = a + (i0 + ip + r) * s.lda + p0;  // (kc)
-        for (int64_t p = 0; p < kc; ++p) panel[p * kMR + r] = src[p];
-      }
-      for (int64_t r = rows; r < kMR; ++r)
-        for (int64_t p = 0; p < kc; ++p) panel[p * kMR + r] = 0.0f;
-    }
+  // r[0..3]: columns 0..3 of rows 0-3 (low half) and columns 4..7 of rows 0-3 (high);
+  // r[4..7] the same for rows 4-7.
+  for (int q = 0; q < 4; ++q) {
+    hn::StoreU(hn::ConcatLowerLower(d, r[4 + q], r[q]), d, out + q * ldo);
+    hn::StoreU(hn::ConcatUpperUpper(d, r[4 + q], r[q]), d, out + (q + 4) * ldo);
   }
 }
+#endif
 
-// Packs op(B)[p0 : p0+kc, j0 : j0+nc] into kNR-column micro-panels:
+// Packs op(B)[p0 : p0+kc, j0 : j0+nc] into kNR-column panels:
 // dst[panel][p][j] = op(B)[p0 + p, j0 + panel·kNR + j], zero columns past nc.
 void PackB(const GemmSpec& s, const float* b, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
            float* HWY_RESTRICT dst) {
-  for (int64_t jp = 0; jp < nc; jp += kNR) {
-    const int64_t cols = std::min(kNR, nc - jp);
-    float* panel = dst + jp * kc;  // (kc, kNR)
-    if (s.trans_b) {               // B stored (n, k): read each column of op(B) contiguously
-      for (int64_t j = 0; j < cols; ++j) {
-        const float* src = b + (j0 + jp + j) * s.ldb + p0;  // (kc)
-        for (int64_t p = 0; p < kc; ++p) panel[p * kNR + j] = src[p];
+  const int64_t panels = (nc + kNR - 1) / kNR, full = nc / kNR;
+  if (!s.trans_b) {  // B stored (k, n): each row of the slice read once, in order, and
+                     // dealt out to the panels (panel by panel, the rows would be read
+                     // 32 times over: a quarter of the time of a dW = dYᵀ·X product)
+    const DF d;
+    for (int64_t p = 0; p < kc; ++p) {
+      const float* src = b + (p0 + p) * s.ldb + j0;  // (nc)
+      for (int64_t q = 0; q < full; ++q)
+        for (int64_t v = 0; v < kNR; v += kLanes)
+          hn::Store(hn::LoadU(d, src + q * kNR + v), d, dst + (q * kc + p) * kNR + v);
+      if (full < panels) {
+        float* row = dst + (full * kc + p) * kNR;
+        const int64_t cols = nc - full * kNR;
+        std::memcpy(row, src + full * kNR, size_t(cols) * sizeof(float));
+        std::fill(row + cols, row + kNR, 0.0f);
       }
-      for (int64_t j = cols; j < kNR; ++j)
-        for (int64_t p = 0; p < kc; ++p) panel[p * kNR + j] = 0.0f;
-    } else {  // B stored (k, n): rows of op(B) are contiguous
-      for (int64_t p = 0; p < kc; ++p) {
-        const float* src = b + (p0 + p) * s.ldb + j0 + jp;  // (cols)
-        std::memcpy(panel + p * kNR, src, static_cast<size_t>(cols) * sizeof(float));
-        for (int64_t j = cols; j < kNR; ++j) panel[p * kNR + j] = 0.0f;
-      }
+    }
+    return;
+  }
+  // B stored (n, k): op(B)'s columns are B's rows, transposed into the panels 8 × 8 at
+  // a time where the target has 8-float vectors (a float at a time, the logits product
+  // of the output layer spent ~15 % of its time here), kTransposeRows rows of op(B) at a
+  // time, so that the panel rows being written stay in L1.
+  constexpr int64_t kTransposeRows = 64;
+  for (int64_t q = 0; q < panels; ++q) {
+    const int64_t jp = q * kNR, cols = std::min(kNR, nc - jp);
+    float* panel = dst + jp * kc;                   // (kc, kNR)
+    const float* src = b + (j0 + jp) * s.ldb + p0;  // row j of B: column j of the panel
+    for (int64_t p1 = 0; p1 < kc; p1 += kTransposeRows) {
+      const int64_t p2 = std::min(kc, p1 + kTransposeRows);
+      int64_t j = 0;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+      const int64_t p_vec = p1 + (p2 - p1) / 8 * 8;
+      for (; j + 8 <= cols; j += 8)
+        for (int64_t p = p1; p < p_vec; p += 8)
+          Transpose8x8(src + j * s.ldb + p, s.ldb, panel + p * kNR + j, kNR);
+      for (int64_t jj = 0; jj < j; ++jj)  // the rows of op(B) past the last 8
+        for (int64_t p = p_vec; p < p2; ++p) panel[p * kNR + jj] = src[jj * s.ldb + p];
+#endif
+      for (; j < cols; ++j)
+        for (int64_t p = p1; p < p2; ++p) panel[p * kNR + j] = src[j * s.ldb + p];
+      for (int64_t jj = cols; jj < kNR; ++jj)
+        for (int64_t p = p1; p < p2; ++p) panel[p * kNR + jj] = 0.0f;
     }
   }
 }
 
-// C[i0 : i0+mc, j0 : j0+nc] over all of k.
-void Tile(const GemmSpec& s, const float* a, const float* b, float* c, int64_t i0, int64_t mc,
-          int64_t j0, int64_t nc) {
-  alignas(64) float apack[kMC * kKC];  // (mc / kMR panels, kc, kMR)
-  alignas(64) float bpack[kKC * kNC];  // (nc / kNR panels, kc, kNR)
-  const auto alpha = static_cast<float>(s.alpha), beta = static_cast<float>(s.beta);
-  for (int64_t p0 = 0; p0 < s.k; p0 += kKC) {
-    const int64_t kc = std::min(kKC, s.k - p0);
-    PackA(s, a, i0, mc, p0, kc, apack);
-    PackB(s, b, p0, kc, j0, nc, bpack);
-    for (int64_t jp = 0; jp < nc; jp += kNR)    // B micro-panel stays in L1 ...
-      for (int64_t ip = 0; ip < mc; ip += kMR)  // ... while A micro-panels stream by
-        MicroKernel(kc, apack + ip * kc, bpack + jp * kc, c + (i0 + ip) * s.ldc + j0 + jp, s.ldc,
-                    std::min(kMR, mc - ip), std::min(kNR, nc - jp), p0 == 0, alpha, beta);
+// The packed op(B) block: kKC × kNC floats per thread (2 MiB), allocated at
+// its first product and kept, 64-byte aligned (an AVX-512 load of a panel row then never
+// splits a cache line: unaligned, the products ran 8-10 % slower). nullptr if that
+// allocation failed.
+float* PackedBlockBuffer() {
+  if (detail::gemm_portable_buffers_denied.load(std::memory_order_relaxed)) return nullptr;
+  constexpr size_t kAlign = 64;
+  thread_local std::unique_ptr<float[]> storage(
+      new (std::nothrow) float[kKC * kNC + kAlign / sizeof(float)]);
+  if (!storage) return nullptr;
+  const auto address = reinterpret_cast<uintptr_t>(storage.get());
+  return reinterpret_cast<float*>((address + kAlign - 1) / kAlign * kAlign);
+}
+
+// One kc-slice of the product for C's rows [i0, i0 + mc) and the nc columns packed in bp
+// (columns j0 on of C).
+void RowBlock(const GemmSpec& s, const float* a, const float* bp, float* c, int64_t i0, int64_t mc,
+              int64_t p0, int64_t kc, int64_t j0, int64_t nc) {
+  // op(A)'s block copied dense as [kc, mc]: the micro-kernel's broadcasts of one k step
+  // then lie in one or two cache lines, read in order. In place, A's rows lie lda apart:
+  // a 4 KiB lda maps them onto the same L1 sets (dW = dYᵀ·X ran at 57-92 GFLOP/s), and
+  // mc rows are more streams than the prefetchers follow when A comes from memory.
+  alignas(64) float apack[(kKC + kPad) * kMC];
+  int64_t ars = 1, ats = mc;
+  if (s.trans_a) {
+    for (int64_t p = 0; p < kc; ++p)
+      std::memcpy(apack + p * mc, a + (p0 + p) * s.lda + i0, size_t(mc) * sizeof(float));
+  } else {
+    ars = kc + kPad, ats = 1;
+    for (int64_t r = 0; r < mc; ++r)
+      std::memcpy(apack + r * ars, a + (i0 + r) * s.lda + p0, size_t(kc) * sizeof(float));
   }
+  detail::TileProduct t;
+  t.m = mc;
+  t.k = kc;
+  t.a = apack;
+  t.ars = ars;
+  t.ats = ats;
+  t.ldb = kNR;
+  t.ldc = s.ldc;
+  t.alpha = static_cast<float>(s.alpha);
+  t.accumulate = p0 > 0 || s.beta != 0.0;
+  for (int64_t jp = 0; jp < nc; jp += kNR) {
+    t.n = std::min(kNR, nc - jp);
+    t.b = bp + jp * kc;
+    t.c = c + i0 * s.ldc + j0 + jp;
+    TileProductRun(t);
+  }
+}
+
+// C[i0 : i1, j0 : j1] over all of k, on the calling thread: for each column block (at
+// most kNC wide) and each kKC slice of k, op(B)'s slice is packed once, then every kMC-row
+// block of A multiplies it.
+void SerialBlock(const GemmSpec& s, const float* a, const float* b, float* c, int64_t i0,
+                 int64_t i1, int64_t j0, int64_t j1, float* bpack) {
+  for (int64_t jc = j0; jc < j1; jc += kNC) {
+    const int64_t nc = std::min(kNC, j1 - jc);
+    for (int64_t p0 = 0; p0 < s.k; p0 += kKC) {
+      const int64_t kc = std::min(kKC, s.k - p0);
+      PackB(s, b, p0, kc, jc, nc, bpack);
+      for (int64_t i = i0; i < i1; i += kMC)
+        RowBlock(s, a, bpack, c, i, std::min(kMC, i1 - i), p0, kc, jc, nc);
+    }
+  }
+}
+
+// The same block by ref::gemm, for a thread that could not have its packing buffer
+// (slow, but the product is still right). C's scaling by beta is already done.
+void ReferenceBlock(const GemmSpec& s, const float* a, const float* b, float* c, int64_t i0,
+                    int64_t i1, int64_t j0, int64_t j1) {
+  GemmSpec part = s;
+  part.m = i1 - i0;
+  part.n = j1 - j0;
+  part.beta = s.beta == 0.0 ? 0.0 : 1.0;
+  ref::gemm(part, s.trans_a ? a + i0 : a + i0 * s.lda, s.trans_b ? b + j0 * s.ldb : b + j0,
+            c + i0 * s.ldc + j0);
 }
 
 void GemmPortableImpl(const GemmSpec& s, const float* a, const float* b, float* c) {
-  const int64_t tiles_m = (s.m + kMC - 1) / kMC, tiles_n = (s.n + kNC - 1) / kNC;
+  if (s.beta != 0.0 && s.beta != 1.0) {  // C = beta·C first; every slice then adds to it
+    const auto beta = static_cast<float>(s.beta);
+    for (int64_t i = 0; i < s.m; ++i)
+      for (int64_t j = 0; j < s.n; ++j) c[i * s.ldc + j] *= beta;
+  }
+  // One block of C per thread of the pool (detail/gemm_blocking.h), each a serial
+  // product with its own packing, so the threads never wait for each other within a
+  // product (sharing one packed slice between the threads cost two pool meetings per
+  // slice: 2 threads ran 6 % slower than OpenBLAS's blocks). Per thread, not per core as
+  // for OpenBLAS: no element's result depends on the cut, and on one thread an uncut
+  // product packs each operand once (cut per core, 1 thread ran 3 % slower).
+  int64_t parts = 1;
+  try {
+    if (!in_parallel_region()) parts = num_threads();
+  } catch (...) {  // the pool could not start (a malformed QKV_NUM_THREADS): one part
+  }
+  const detail::GemmBlocking bl = detail::choose_gemm_blocking(s.m, s.n, s.k, parts);
   auto run = [&](int64_t lo, int64_t hi) {
-    for (int64_t t = lo; t < hi; ++t) {
-      const int64_t i0 = (t / tiles_n) * kMC, j0 = (t % tiles_n) * kNC;
-      Tile(s, a, b, c, i0, std::min(kMC, s.m - i0), j0, std::min(kNC, s.n - j0));
+    float* bpack = PackedBlockBuffer();
+    for (int64_t blk = lo; blk < hi; ++blk) {
+      const int64_t first = blk * bl.size;
+      const int64_t last = std::min(first + bl.size, bl.by_rows ? s.m : s.n);
+      const int64_t i0 = bl.by_rows ? first : 0, i1 = bl.by_rows ? last : s.m;
+      const int64_t j0 = bl.by_rows ? 0 : first, j1 = bl.by_rows ? s.n : last;
+      if (bpack)
+        SerialBlock(s, a, b, c, i0, i1, j0, j1, bpack);
+      else
+        ReferenceBlock(s, a, b, c, i0, i1, j0, j1);
     }
   };
-  if (s.m * s.n * s.k < kSerialWork) return run(0, tiles_m * tiles_n);
-  parallel_for(0, tiles_m * tiles_n, 1, run);
+  if (bl.count == 1)
+    run(0, 1);
+  else
+    parallel_for(0, bl.count, 1, run);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -180,6 +281,10 @@ HWY_AFTER_NAMESPACE();
 namespace qkv::kernels {
 
 HWY_EXPORT(GemmPortableImpl);
+
+void detail::deny_gemm_portable_buffers_for_testing(bool deny) noexcept {
+  gemm_portable_buffers_denied.store(deny);
+}
 
 void gemm_portable(const GemmSpec& spec, const float* a, const float* b, float* c) noexcept {
   if (spec.m <= 0 || spec.n <= 0) return;

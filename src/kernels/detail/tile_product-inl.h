@@ -26,6 +26,7 @@
 #define QKV_KERNELS_DETAIL_TILE_PRODUCT_INL_H_
 #endif
 
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <cstddef>
@@ -60,6 +61,13 @@ HWY_NOINLINE void Block(const detail::TileProduct& p, const float* HWY_RESTRICT 
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[r][v] = hn::Zero(d);
+  if (p.accumulate) {  // C is read after the sum: start fetching it now (the values are
+                       // the same; a cold C otherwise stalls every block's epilogue)
+#pragma GCC unroll 24
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) hwy::Prefetch(c + r * p.ldc + v * lanes);
+  }
   for (int64_t t = 0; t < p.k; ++t) {
     const float* bt = b + t * p.ldb;
     VF bv[NV];

@@ -2,6 +2,7 @@
 // against ref::gemm, plus determinism across thread counts.
 #include "qkv/kernels/gemm.h"
 
+#include <cblas.h>
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "kernel_test_util.h"
+#include "kernels/detail/gemm_portable_testing.h"
 #include "qkv/base/thread_pool.h"
 
 namespace qkv::kernels {
@@ -139,11 +141,15 @@ void check_scaling_and_padding(GemmFn fn) {
 }
 
 // Large enough for gemm() to split the product on a multi-core machine (by rows, then
-// by columns; see choose_blocking in gemm.cpp).
+// by columns; see choose_blocking in gemm.cpp), and for each of gemm_portable's ways of
+// sharing work: row blocks (600 rows), row blocks × column groups (130 rows), several k
+// slices added into C (k 1100), and one task per column block (n 4200: wide C).
 void check_parallel_shapes(GemmFn fn) {
   for (int t = 0; t < 4; ++t) {
     check_against_ref(fn, make_spec(600, 300, 200, t & 1, t & 2, 3, 1.0, 0.5), seed_for(t, 1));
     check_against_ref(fn, make_spec(130, 1000, 300, t & 1, t & 2, 0), seed_for(t, 2));
+    check_against_ref(fn, make_spec(100, 70, 1100, t & 1, t & 2, 1, 1.0, 1.0), seed_for(t, 3));
+    check_against_ref(fn, make_spec(37, 4200, 70, t & 1, t & 2, 2, -0.5, -1.5), seed_for(t, 4));
   }
 }
 
@@ -179,9 +185,10 @@ TEST(Gemm, BackendChoiceIsReportedAndPinnable) {
   EXPECT_EQ(gemm_backend_description().rfind("openblas (core ", 0), 0u);
   set_gemm_backend(GemmBackend::Portable);
   EXPECT_EQ(gemm_backend(), GemmBackend::Portable);
-  EXPECT_EQ(gemm_backend_description().rfind("portable (OpenBLAS core ", 0), 0u);
+  EXPECT_EQ(gemm_backend_description().rfind("portable (", 0), 0u);
   set_gemm_backend(GemmBackend::Auto);
   EXPECT_NE(gemm_backend(), GemmBackend::Auto);  // resolved to a concrete backend
+  EXPECT_EQ(gemm_backend(), auto_gemm_backend(cpu_features(), openblas_get_corename()));
 }
 
 TEST(GemmPortable, MatchesReferenceAllTransposes) {
@@ -192,6 +199,33 @@ TEST(GemmPortable, AlphaBetaAndPadding) {
 }
 TEST(GemmPortable, ParallelTilesMatchReference) {
   for_each_simd_target([](const SimdTarget&) { check_parallel_shapes(&gemm_portable); });
+}
+
+// Auto's rule (gemm.h): qkv's GEMM with AVX-512 or behind an OpenBLAS that missed the
+// CPU's AVX2, OpenBLAS otherwise.
+TEST(Gemm, AutoPicksPortableWithAvx512OrAWeakOpenBlasCore) {
+  CpuFeatures avx2;
+  avx2.avx = avx2.avx2 = avx2.fma = true;
+  CpuFeatures avx512 = avx2;
+  avx512.avx512f = avx512.avx512bw = avx512.avx512vl = avx512.avx512dq = true;
+  CpuFeatures avx512f_only = avx2;  // not Highway's AVX3 target: qkv runs AVX2 there
+  avx512f_only.avx512f = true;
+  EXPECT_EQ(auto_gemm_backend(avx512, "SkylakeX"), GemmBackend::Portable);
+  EXPECT_EQ(auto_gemm_backend(avx512, "Prescott"), GemmBackend::Portable);
+  EXPECT_EQ(auto_gemm_backend(avx2, "Zen"), GemmBackend::OpenBlas);
+  EXPECT_EQ(auto_gemm_backend(avx2, "Haswell"), GemmBackend::OpenBlas);
+  EXPECT_EQ(auto_gemm_backend(avx512f_only, "Haswell"), GemmBackend::OpenBlas);
+  EXPECT_EQ(auto_gemm_backend(avx2, "Prescott"), GemmBackend::Portable);
+  EXPECT_EQ(auto_gemm_backend(CpuFeatures{}, "Prescott"), GemmBackend::OpenBlas);  // no AVX2
+}
+
+// A thread without its packing buffer (allocation failed) computes its block of C with
+// ref::gemm: the products stay right, beta applied once.
+TEST(GemmPortable, WithoutPackingBuffersFallsBackToTheReference) {
+  detail::deny_gemm_portable_buffers_for_testing(true);
+  check_scaling_and_padding(&gemm_portable);
+  check_parallel_shapes(&gemm_portable);
+  detail::deny_gemm_portable_buffers_for_testing(false);
 }
 
 // k == 0: C = beta·C, and beta == 0 overwrites even NaN. m or n == 0: nothing written.
@@ -265,7 +299,8 @@ void expect_same_for_1_and_2_threads(const Run& run) {
 TEST(Gemm, BitwiseIdenticalForOneAndTwoThreads) {
   for (int t = 0; t < 4; ++t)
     for (const auto& [m, n, k] :
-         {std::array<int64_t, 3>{515, 300, 257}, std::array<int64_t, 3>{64, 1100, 600}}) {
+         {std::array<int64_t, 3>{515, 300, 257}, std::array<int64_t, 3>{64, 1100, 600},
+          std::array<int64_t, 3>{40, 4200, 100}}) {
       const GemmSpec s = make_spec(m, n, k, t & 1, t & 2);
       const std::vector<float> a = random_floats(a_rows(s) * s.lda, seed_for(m, t));
       const std::vector<float> b = random_floats(b_rows(s) * s.ldb, seed_for(n, t));

@@ -1,18 +1,20 @@
 // Matrix multiplication, row-major: C = alpha · op(A) · op(B) + beta · C, with
 // op(A) (m, k), op(B) (k, n), C (m, n), leading dimensions in elements.
 //
-// gemm()          OpenBLAS cblas_sgemm. OpenBLAS is kept single-threaded; large
-//                 products are split into fixed blocks of C over qkv's thread pool,
-//                 so BLAS never oversubscribes the cores and results do not depend on
-//                 the thread count.
-// gemm_portable() qkv's own blocked SIMD kernel, always built and tested, for builds
-//                 or machines without a usable BLAS.
+// gemm()          the backend's product (below): OpenBLAS cblas_sgemm, or
+//                 gemm_portable(). OpenBLAS is kept single-threaded; large products are
+//                 split into fixed blocks of C over qkv's thread pool, so BLAS never
+//                 oversubscribes the cores and results do not depend on the thread count.
+// gemm_portable() qkv's own blocked SIMD GEMM on the micro-kernel of its fused kernels,
+//                 always built and tested; faster than OpenBLAS where qkv runs AVX-512.
 // ref::gemm()     the triple loop both are tested against (also the float64 path).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
+#include "qkv/base/cpu.h"
 #include "qkv/kernels/reference/gemm.h"
 
 namespace qkv::kernels {
@@ -20,21 +22,30 @@ namespace qkv::kernels {
 // Which implementation gemm() and gemm_batched() run.
 //   OpenBlas  cblas_sgemm, single-threaded, blocks over qkv's pool (above).
 //   Portable  gemm_portable().
-//   Auto      OpenBlas, unless the OpenBLAS core it detected lacks the AVX2+FMA this CPU
-//             has: OpenBLAS 0.3.21 (Debian 12) does not recognise some recent or
-//             virtualised CPUs and falls back to its SSE3 "Prescott" kernels, about 5x
-//             below what the CPU can do and ~3x below gemm_portable (bench/README.md).
+//   Auto      auto_gemm_backend() for this CPU and the core OpenBLAS detected.
 // The environment variable QKV_GEMM=openblas|portable|auto sets the initial choice (an
 // unknown value is reported on stderr and treated as auto).
 enum class GemmBackend { Auto, OpenBlas, Portable };
+
+// The rule Auto applies, from measurements (bench/README.md, *GEMM backend*):
+//   Portable  where qkv runs AVX-512 (avx512f/bw/vl/dq, Highway's AVX3): its 12 × 32
+//             micro-kernel made a Transformer update 6 % faster at 1 thread than
+//             OpenBLAS's SkylakeX kernels (1 % at 2), decoding unchanged;
+//   Portable  where the OpenBLAS core lacks the AVX2+FMA this CPU has: OpenBLAS 0.3.21
+//             (Debian 12) does not recognise some recent or virtualised CPUs and falls
+//             back to its SSE3 "Prescott" kernels, ~5x below what the CPU can do;
+//   OpenBlas  otherwise: with AVX2 only (measured by forcing qkv's AVX2 target and
+//             OPENBLAS_CORETYPE=Haswell on the same Xeon) OpenBLAS was 1-4 % faster
+//             than qkv's 6 × 16 tile on the same update.
+GemmBackend auto_gemm_backend(const CpuFeatures& cpu, std::string_view openblas_core) noexcept;
 
 // Pins the backend (Auto re-applies the rule above). For tests, benchmarks and the CLI;
 // not to be called while GEMMs run on other threads.
 void set_gemm_backend(GemmBackend backend) noexcept;
 // The backend gemm() uses now (never Auto).
 GemmBackend gemm_backend() noexcept;
-// "openblas (core Haswell)" or "portable (OpenBLAS core Prescott lacks AVX2/FMA)": for
-// logs and benchmark context.
+// "openblas (core Haswell)", "portable (AVX-512; OpenBLAS core SkylakeX not chosen)" or
+// "portable (OpenBLAS core Prescott lacks AVX2/FMA)": for logs and benchmark context.
 std::string gemm_backend_description();
 
 void gemm(const GemmSpec& spec, const float* a, const float* b, float* c) noexcept;
