@@ -54,6 +54,7 @@ inline std::atomic<bool> gemm_portable_buffers_denied{false};
 #include <hwy/highway.h>
 
 #include "kernels/detail/tile_product-inl.h"
+#include "kernels/detail/transpose-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace qkv::kernels {
@@ -78,35 +79,6 @@ constexpr int64_t kNC = 1024;
 // A's rows copied kc + kPad floats apart: never 4 KiB apart (L1 set conflicts).
 constexpr int64_t kPad = 16;
 
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-// out[q·ldo + i] = in[i·ldi + q] for i, q < 8: the classic three rounds of 256-bit
-// shuffles (32-bit interleave, 64-bit interleave, 128-bit halves).
-HWY_INLINE void Transpose8x8(const float* HWY_RESTRICT in, int64_t ldi, float* HWY_RESTRICT out,
-                             int64_t ldo) {
-  const hn::Full256<float> d;
-  const hn::Repartition<double, decltype(d)> dd;
-  using V = hn::Vec<decltype(d)>;
-  V r[8], t[8];
-  for (int i = 0; i < 8; ++i) r[i] = hn::LoadU(d, in + i * ldi);
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = hn::InterleaveLower(d, r[i], r[i + 1]);  // per 128-bit half: r_i0 r_i+1,0 r_i1 r_i+1,1
-    t[i + 1] = hn::InterleaveUpper(d, r[i], r[i + 1]);
-  }
-  for (int h = 0; h < 8; h += 4)
-    for (int i = 0; i < 2; ++i) {
-      const auto lo = hn::BitCast(dd, t[h + i]), hi = hn::BitCast(dd, t[h + i + 2]);
-      r[h + 2 * i] = hn::BitCast(d, hn::InterleaveLower(dd, lo, hi));
-      r[h + 2 * i + 1] = hn::BitCast(d, hn::InterleaveUpper(dd, lo, hi));
-    }
-  // r[0..3]: columns 0..3 of rows 0-3 (low half) and columns 4..7 of rows 0-3 (high);
-  // r[4..7] the same for rows 4-7.
-  for (int q = 0; q < 4; ++q) {
-    hn::StoreU(hn::ConcatLowerLower(d, r[4 + q], r[q]), d, out + q * ldo);
-    hn::StoreU(hn::ConcatUpperUpper(d, r[4 + q], r[q]), d, out + (q + 4) * ldo);
-  }
-}
-#endif
-
 // Packs op(B)[p0 : p0+kc, j0 : j0+nc] into kNR-column panels:
 // dst[panel][p][j] = op(B)[p0 + p, j0 + panel·kNR + j], zero columns past nc.
 void PackB(const GemmSpec& s, const float* b, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
@@ -130,10 +102,9 @@ void PackB(const GemmSpec& s, const float* b, int64_t p0, int64_t kc, int64_t j0
     }
     return;
   }
-  // B stored (n, k): op(B)'s columns are B's rows, transposed into the panels 8 × 8 at
-  // a time where the target has 8-float vectors (a float at a time, the logits product
-  // of the output layer spent ~15 % of its time here), kTransposeRows rows of op(B) at a
-  // time, so that the panel rows being written stay in L1.
+  // B stored (n, k): op(B)'s columns are B's rows, transposed into the panels
+  // (detail/transpose-inl.h) kTransposeRows rows of op(B) at a time, so that the panel
+  // rows being written stay in L1.
   constexpr int64_t kTransposeRows = 64;
   for (int64_t q = 0; q < panels; ++q) {
     const int64_t jp = q * kNR, cols = std::min(kNR, nc - jp);
@@ -141,19 +112,9 @@ void PackB(const GemmSpec& s, const float* b, int64_t p0, int64_t kc, int64_t j0
     const float* src = b + (j0 + jp) * s.ldb + p0;  // row j of B: column j of the panel
     for (int64_t p1 = 0; p1 < kc; p1 += kTransposeRows) {
       const int64_t p2 = std::min(kc, p1 + kTransposeRows);
-      int64_t j = 0;
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-      const int64_t p_vec = p1 + (p2 - p1) / 8 * 8;
-      for (; j + 8 <= cols; j += 8)
-        for (int64_t p = p1; p < p_vec; p += 8)
-          Transpose8x8(src + j * s.ldb + p, s.ldb, panel + p * kNR + j, kNR);
-      for (int64_t jj = 0; jj < j; ++jj)  // the rows of op(B) past the last 8
-        for (int64_t p = p_vec; p < p2; ++p) panel[p * kNR + jj] = src[jj * s.ldb + p];
-#endif
-      for (; j < cols; ++j)
-        for (int64_t p = p1; p < p2; ++p) panel[p * kNR + j] = src[j * s.ldb + p];
-      for (int64_t jj = cols; jj < kNR; ++jj)
-        for (int64_t p = p1; p < p2; ++p) panel[p * kNR + jj] = 0.0f;
+      TransposeCopy(src + p1, s.ldb, cols, p2 - p1, panel + p1 * kNR, kNR);
+      for (int64_t j = cols; j < kNR; ++j)
+        for (int64_t p = p1; p < p2; ++p) panel[p * kNR + j] = 0.0f;
     }
   }
 }

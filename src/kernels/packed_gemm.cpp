@@ -17,6 +17,7 @@
 #include <hwy/highway.h>
 
 #include "kernels/detail/tile_product-inl.h"
+#include "kernels/detail/transpose-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace qkv::kernels {
@@ -43,6 +44,24 @@ void PanelsImpl(const float* a, int64_t m, int64_t k, int64_t lda, const float* 
   }
 }
 
+// Panels [p0, p1) of pack_transposed: each W's rows transposed in, 64 of k at a time
+// (the panel rows being written, 64 × 32 floats, stay in L1), zero columns past n.
+void PackPanelsImpl(const float* w, int64_t n, int64_t k, int64_t ldw, float* packed, int64_t p0,
+                    int64_t p1) {
+  constexpr int64_t kChunk = 64;
+  for (int64_t p = p0; p < p1; ++p) {
+    float* panel = packed + p * kPackedPanel * k;  // [k, 32]
+    const int64_t width = std::min(kPackedPanel, n - p * kPackedPanel);
+    const float* rows = w + p * kPackedPanel * ldw;  // W's row j = panel column j
+    for (int64_t t1 = 0; t1 < k; t1 += kChunk) {
+      const int64_t t2 = std::min(k, t1 + kChunk);
+      TransposeCopy(rows + t1, ldw, width, t2 - t1, panel + t1 * kPackedPanel, kPackedPanel);
+      for (int64_t j = width; j < kPackedPanel; ++j)
+        for (int64_t t = t1; t < t2; ++t) panel[t * kPackedPanel + j] = 0.0f;
+    }
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace qkv::kernels
 HWY_AFTER_NAMESPACE();
@@ -59,6 +78,7 @@ constexpr int64_t kParallelCopy = int64_t{1} << 16;
 }  // namespace
 
 HWY_EXPORT(PanelsImpl);
+HWY_EXPORT(PackPanelsImpl);
 
 void pack_transposed(const float* w, int64_t n, int64_t k, int64_t ldw, float* packed) noexcept {
   if (n <= 0 || k <= 0) return;  // nothing to write (packed may be null then)
@@ -68,15 +88,7 @@ void pack_transposed(const float* w, int64_t n, int64_t k, int64_t ldw, float* p
   // the same panels.
   const int64_t grain = std::max<int64_t>(1, kParallelCopy / (kPackedPanel * k));
   parallel_for(0, panels, grain, [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) {
-      float* panel = packed + p * kPackedPanel * k;  // [k, 32]
-      const int64_t width = std::min(kPackedPanel, n - p * kPackedPanel);
-      if (width < kPackedPanel) std::memset(panel, 0, sizeof(float) * size_t(kPackedPanel * k));
-      for (int64_t j = 0; j < width; ++j) {
-        const float* row = w + (p * kPackedPanel + j) * ldw;  // W's row = panel column j
-        for (int64_t t = 0; t < k; ++t) panel[t * kPackedPanel + j] = row[t];
-      }
-    }
+    HWY_DYNAMIC_DISPATCH(PackPanelsImpl)(w, n, k, ldw, packed, p0, p1);
   });
 }
 

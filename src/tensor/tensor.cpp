@@ -156,7 +156,10 @@ void copy_rows(const TensorView& src, const TensorView& dst, int64_t r0, int64_t
     dof += index[ui] * dst.stride(i);
   }
   for (int64_t r = r0; r < r1; ++r) {
-    for (int64_t c = 0; c < cols; ++c) d[dof + c] = static_cast<Dst>(s[so + c]);
+    if constexpr (std::is_same_v<Src, Dst>)  // a decoding step's cache append: 512 rows
+      std::memcpy(d + dof, s + so, size_t(cols) * sizeof(Dst));  // of 64 floats
+    else
+      for (int64_t c = 0; c < cols; ++c) d[dof + c] = static_cast<Dst>(s[so + c]);
     advance(src, dst, rank - 2, index, so, dof);  // the outer axes only
   }
 }
