@@ -103,19 +103,11 @@ void PackB(const GemmSpec& s, const float* b, int64_t p0, int64_t kc, int64_t j0
     return;
   }
   // B stored (n, k): op(B)'s columns are B's rows, transposed into the panels
-  // (detail/transpose-inl.h) kTransposeRows rows of op(B) at a time, so that the panel
-  // rows being written stay in L1.
-  constexpr int64_t kTransposeRows = 64;
+  // (detail/transpose-inl.h).
   for (int64_t q = 0; q < panels; ++q) {
-    const int64_t jp = q * kNR, cols = std::min(kNR, nc - jp);
-    float* panel = dst + jp * kc;                   // (kc, kNR)
-    const float* src = b + (j0 + jp) * s.ldb + p0;  // row j of B: column j of the panel
-    for (int64_t p1 = 0; p1 < kc; p1 += kTransposeRows) {
-      const int64_t p2 = std::min(kc, p1 + kTransposeRows);
-      TransposeCopy(src + p1, s.ldb, cols, p2 - p1, panel + p1 * kNR, kNR);
-      for (int64_t j = cols; j < kNR; ++j)
-        for (int64_t p = p1; p < p2; ++p) panel[p * kNR + j] = 0.0f;
-    }
+    const int64_t jp = q * kNR;
+    TransposeIntoPanel(b + (j0 + jp) * s.ldb + p0, s.ldb, std::min(kNR, nc - jp), kc, dst + jp * kc,
+                       kNR);
   }
 }
 

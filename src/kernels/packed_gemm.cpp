@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 
 #include "kernels/detail/tile_product.h"
 #include "qkv/base/thread_pool.h"
@@ -44,22 +43,13 @@ void PanelsImpl(const float* a, int64_t m, int64_t k, int64_t lda, const float* 
   }
 }
 
-// Panels [p0, p1) of pack_transposed: each W's rows transposed in, 64 of k at a time
-// (the panel rows being written, 64 × 32 floats, stay in L1), zero columns past n.
+// Panels [p0, p1) of pack_transposed: W's rows are the panels' columns.
 void PackPanelsImpl(const float* w, int64_t n, int64_t k, int64_t ldw, float* packed, int64_t p0,
                     int64_t p1) {
-  constexpr int64_t kChunk = 64;
-  for (int64_t p = p0; p < p1; ++p) {
-    float* panel = packed + p * kPackedPanel * k;  // [k, 32]
-    const int64_t width = std::min(kPackedPanel, n - p * kPackedPanel);
-    const float* rows = w + p * kPackedPanel * ldw;  // W's row j = panel column j
-    for (int64_t t1 = 0; t1 < k; t1 += kChunk) {
-      const int64_t t2 = std::min(k, t1 + kChunk);
-      TransposeCopy(rows + t1, ldw, width, t2 - t1, panel + t1 * kPackedPanel, kPackedPanel);
-      for (int64_t j = width; j < kPackedPanel; ++j)
-        for (int64_t t = t1; t < t2; ++t) panel[t * kPackedPanel + j] = 0.0f;
-    }
-  }
+  for (int64_t p = p0; p < p1; ++p)
+    TransposeIntoPanel(w + p * kPackedPanel * ldw, ldw,
+                       std::min(kPackedPanel, n - p * kPackedPanel), k,
+                       packed + p * kPackedPanel * k, kPackedPanel);
 }
 
 }  // namespace HWY_NAMESPACE

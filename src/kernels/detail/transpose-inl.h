@@ -77,6 +77,21 @@ HWY_INLINE void TransposeCopy(const float* HWY_RESTRICT src, int64_t lds, int64_
     for (int64_t p = 0; p < cols; ++p) dst[p * ldd + j] = src[j * lds + p];
 }
 
+// One panel of a packed product: panel[t·width + j] = src[j·lds + t] for j < cols,
+// t < k, and 0 for cols <= j < width (the columns past the matrix's edge). The rows of
+// src are the panel's columns; they go in 64 of k at a time, so that the panel rows
+// being written (64 × width floats) stay in L1.
+HWY_INLINE void TransposeIntoPanel(const float* HWY_RESTRICT src, int64_t lds, int64_t cols,
+                                   int64_t k, float* HWY_RESTRICT panel, int64_t width) {
+  constexpr int64_t kChunk = 64;
+  for (int64_t t1 = 0; t1 < k; t1 += kChunk) {
+    const int64_t t2 = k < t1 + kChunk ? k : t1 + kChunk;
+    TransposeCopy(src + t1, lds, cols, t2 - t1, panel + t1 * width, width);
+    for (int64_t j = cols; j < width; ++j)
+      for (int64_t t = t1; t < t2; ++t) panel[t * width + j] = 0.0f;
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace qkv::kernels
 HWY_AFTER_NAMESPACE();
