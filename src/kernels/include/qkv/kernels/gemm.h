@@ -35,7 +35,7 @@ enum class GemmBackend { Auto, OpenBlas, Portable };
 //             (Debian 12) does not recognise some recent or virtualised CPUs and falls
 //             back to its SSE3 "Prescott" kernels, ~5x below what the CPU can do;
 //   OpenBlas  otherwise: with AVX2 only (measured by forcing qkv's AVX2 target and
-//             OPENBLAS_CORETYPE=Haswell on the same Xeon) OpenBLAS was 1-4 % faster
+//             OPENBLAS_CORETYPE=Haswell on the same Xeon) OpenBLAS was 1-5 % faster
 //             than qkv's 6 × 16 tile on the same update.
 GemmBackend auto_gemm_backend(const CpuFeatures& cpu, std::string_view openblas_core) noexcept;
 
