@@ -1,7 +1,7 @@
 // Command-line handling shared by the standalone bench mains (qkv_bench_attention,
-// qkv_bench_training): the same contract as the qkv CLI, so a typo gets one line on
-// stderr and exit status 2 instead of an abort from an uncaught exception, and --help
-// prints the usage and exits 0. bench/tests/args.cmake checks this from ctest.
+// qkv_bench_training, qkv_bench_decode): the same contract as the qkv CLI, so a typo gets one line
+// on stderr and exit status 2 instead of an abort from an uncaught exception, and --help prints the
+// usage and exits 0. bench/tests/args.cmake checks this from ctest.
 #pragma once
 
 #include <charconv>
@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "qkv/base/error.h"
+#include "qkv/kernels/dispatch.h"
 
 namespace qkv::bench {
 
@@ -39,6 +40,19 @@ inline double parse_seconds(std::string_view text, std::string_view what) {
 inline std::string_view flag_value(int argc, char** argv, int& i) {
   QKV_CHECK(i + 1 < argc, ConfigError, argv[i], ": missing value");
   return argv[++i];
+}
+
+// The Highway bits of qkv's SIMD target named `name` (AVX3, AVX2, SCALAR, ...: the
+// targets this CPU runs, kernels::simd_targets()), for kernels::force_simd_target; a
+// ConfigError naming `what` and listing them otherwise. Lets one machine measure the
+// code paths of a smaller CPU (--simd AVX2 on an AVX-512 machine).
+inline int64_t parse_simd_target(std::string_view name, std::string_view what) {
+  std::string names;
+  for (const kernels::SimdTarget& t : kernels::simd_targets()) {
+    if (t.name == name) return t.bits;
+    names += (names.empty() ? "" : ", ") + t.name;
+  }
+  QKV_THROW(ConfigError, what, " ", name, ": not a SIMD target of this CPU (", names, ")");
 }
 
 // Runs body() and turns any exception into one line on stderr and exit status 2.

@@ -326,11 +326,7 @@ Args parse_args(int argc, char** argv) {
     } else if (s == "--reps") {
       a.reps = int(qkv::bench::parse_int(qkv::bench::flag_value(argc, argv, i), s, 1));
     } else if (s == "--simd") {
-      const std::string_view want = qkv::bench::flag_value(argc, argv, i);
-      for (const qkv::kernels::SimdTarget& t : qkv::kernels::simd_targets())
-        if (t.name == want) a.simd_bits = t.bits;
-      QKV_CHECK(a.simd_bits != 0, qkv::ConfigError, "--simd ", want,
-                ": not a SIMD target of this CPU (see --info)");
+      a.simd_bits = qkv::bench::parse_simd_target(qkv::bench::flag_value(argc, argv, i), s);
     } else if (s == "--min-time") {
       a.min_time = qkv::bench::parse_seconds(qkv::bench::flag_value(argc, argv, i), s);
     } else {

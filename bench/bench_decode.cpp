@@ -46,8 +46,10 @@ namespace {
 constexpr const char* kUsage =
     "usage: qkv_bench_decode --model DIR --encode [--lines N] < text > ids\n"
     "       qkv_bench_decode --model DIR --ids FILE [--beam K] [--threads T] [--reps R]\n"
-    "                        [--warmup N] [--mini-batch B] [--out FILE]\n"
-    "       qkv_bench_decode --info\n"
+    "                        [--warmup N] [--mini-batch B] [--out FILE] [--simd T]\n"
+    "       qkv_bench_decode [--simd T] --info\n"
+    "--simd T pins qkv's kernels to SIMD target T (AVX3, AVX2, SCALAR, ...; --info shows the\n"
+    "         active one); the GEMM backend stays as QKV_GEMM=openblas|portable|auto sets it\n"
     "(see bench/README.md, 'Decoding benchmark')\n";
 
 using Clock = std::chrono::steady_clock;
@@ -58,6 +60,7 @@ struct Args {
   long long lines = -1;  // --encode: at most this many decodable lines (-1: all)
   int beam = 4, threads = 1, reps = 3, mini_batch = 32;
   long long warmup = 64;
+  int64_t simd_bits = 0;  // 0: automatic dispatch
 };
 
 Args parse_args(int argc, char** argv) {
@@ -81,6 +84,8 @@ Args parse_args(int argc, char** argv) {
       a.lines = b::parse_int(b::flag_value(argc, argv, i), s, 1);
     } else if (s == "--beam") {
       a.beam = int(b::parse_int(b::flag_value(argc, argv, i), s, 1));
+    } else if (s == "--simd") {
+      a.simd_bits = b::parse_simd_target(b::flag_value(argc, argv, i), s);
     } else if (s == "--threads") {
       a.threads = int(b::parse_int(b::flag_value(argc, argv, i), s, 1));
     } else if (s == "--reps") {
@@ -225,6 +230,7 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
+    if (a.simd_bits != 0) qkv::kernels::force_simd_target(a.simd_bits);
     if (a.info) {
       print_info();
       return 0;

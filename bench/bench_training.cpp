@@ -49,8 +49,10 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: qkv_bench_training --batches FILE [--reps N] [--warmup N] [--updates N] "
-    "[--cold-alloc] CASE...\n"
-    "       qkv_bench_training --info\n"
+    "[--cold-alloc] [--simd T] CASE...\n"
+    "       qkv_bench_training [--simd T] --info\n"
+    "--simd T pins qkv's kernels to SIMD target T (AVX3, AVX2, SCALAR, ...; --info shows the\n"
+    "         active one); the GEMM backend stays as QKV_GEMM=openblas|portable|auto sets it\n"
     "CASE: transformer:thr=N | rnn-additive:thr=N | rnn-none:thr=N   (see bench/README.md)\n";
 
 using Clock = std::chrono::steady_clock;
@@ -240,8 +242,9 @@ int run_case(const std::string& name, const BatchFile& data, const Options& o) {
   const double faults_per_update = double(minor_faults() - faults0) / timed;
   std::printf(
       "{\"case\": \"%s\", \"params\": %lld, \"tokens_per_s\": %.6g, \"tgt_tokens_per_s\": %.6g, "
-      "\"s_per_update\": %.6g",
-      name.c_str(), (long long)store.numel(), median(rates), median(tgt_rates), median(secs));
+      "\"s_per_update\": %.6g, \"simd\": \"%s\", \"gemm\": \"%s\"",
+      name.c_str(), (long long)store.numel(), median(rates), median(tgt_rates), median(secs),
+      qkv::kernels::active_simd_target().c_str(), qkv::kernels::gemm_backend_description().c_str());
   print_list("rates", rates);
   std::printf(
       ", \"phase_ms\": {\"forward\": %.6g, \"loss\": %.6g, \"backward\": %.6g, "
@@ -282,6 +285,7 @@ struct Args {
   Options o;
   std::string batches;
   bool cold_alloc = false, info = false, help = false;
+  int64_t simd_bits = 0;  // 0: automatic dispatch
   std::vector<std::string> cases;
 };
 
@@ -302,6 +306,8 @@ Args parse_args(int argc, char** argv) {
       a.o.warmup = int(b::parse_int(b::flag_value(argc, argv, i), s, 0));
     } else if (s == "--updates") {
       a.o.updates = int(b::parse_int(b::flag_value(argc, argv, i), s, 1));
+    } else if (s == "--simd") {
+      a.simd_bits = b::parse_simd_target(b::flag_value(argc, argv, i), s);
     } else if (s == "--cold-alloc") {
       a.cold_alloc = true;
     } else {
@@ -326,6 +332,7 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
+  if (args.simd_bits != 0) qkv::kernels::force_simd_target(args.simd_bits);
   if (args.info) {
     print_info();
     return 0;

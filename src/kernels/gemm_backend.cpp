@@ -8,6 +8,7 @@
 
 #include "qkv/base/cpu.h"
 #include "qkv/base/log.h"
+#include "qkv/kernels/dispatch.h"
 #include "qkv/kernels/gemm.h"
 
 namespace qkv::kernels {
@@ -91,8 +92,12 @@ std::string gemm_backend_description() {
   const std::string core = openblas_core();
   if (gemm_backend() == GemmBackend::OpenBlas) return "openblas (core " + core + ")";
   if (!core_uses_avx2(core)) return "portable (OpenBLAS core " + core + " lacks AVX2/FMA)";
-  if (has_avx512(cpu_features()))
+  if (has_avx512(cpu_features())) {
+    // Kernels pinned below AVX-512 (force_simd_target, a benchmark's --simd): say which.
+    const std::string target = active_simd_target();
+    if (target != "AVX3") return "portable (" + target + " kernels; OpenBLAS core " + core + ")";
     return "portable (AVX-512; OpenBLAS core " + core + " not chosen)";
+  }
   return "portable (OpenBLAS core " + core + ", not chosen)";
 }
 

@@ -34,8 +34,8 @@ enum class GemmBackend { Auto, OpenBlas, Portable };
 //   Portable  where the OpenBLAS core lacks the AVX2+FMA this CPU has: OpenBLAS 0.3.21
 //             (Debian 12) does not recognise some recent or virtualised CPUs and falls
 //             back to its SSE3 "Prescott" kernels, ~5x below what the CPU can do;
-//   OpenBlas  otherwise: with AVX2 only (measured by forcing qkv's AVX2 target and
-//             OPENBLAS_CORETYPE=Haswell on the same Xeon) OpenBLAS was 1-5 % faster
+//   OpenBlas  otherwise: with AVX2 only (qkv_bench_training --simd AVX2 and
+//             OPENBLAS_CORETYPE=Haswell on the same Xeon) OpenBLAS was 1-3 % faster
 //             than qkv's 6 × 16 tile on the same update.
 GemmBackend auto_gemm_backend(const CpuFeatures& cpu, std::string_view openblas_core) noexcept;
 
