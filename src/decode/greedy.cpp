@@ -1,44 +1,12 @@
 #include "qkv/decode/greedy.h"
 
 #include "detail/rows.h"
+#include "detail/top_k.h"
 #include "qkv/autograd/packed_weights.h"
 #include "qkv/base/error.h"
 #include "qkv/base/thread_pool.h"
 
 namespace qkv::decode {
-namespace {
-
-// Index of the largest value of row r of x [B, V] (F32 or F64); the first on ties (NaNs
-// are never larger, so a row's NaNs are passed over).
-template <class T>
-int32_t argmax_row(const Tensor& x, int64_t r) {
-  const int64_t v = x.dim(1);
-  const T* row = x.data<T>() + r * v;
-  int64_t best = 0;
-  T best_value = row[0];
-  for (int64_t i = 1; i < v; ++i)
-    if (row[i] > best_value) {
-      best = i;
-      best_value = row[i];
-    }
-  return static_cast<int32_t>(best);
-}
-
-// Every row's argmax, the rows split over the pool (at two threads this loop had been a
-// twentieth of greedy decoding's serial time). Each row's result is its own: any
-// thread count gives the same tokens.
-std::vector<int32_t> argmax_rows(const Tensor& log_probs) {
-  const int64_t rows = log_probs.dim(0), v = log_probs.dim(1);
-  std::vector<int32_t> best(static_cast<size_t>(rows));
-  parallel_for(0, rows, detail::rows_per_chunk(v), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r)
-      best[size_t(r)] = log_probs.dtype() == DType::F64 ? argmax_row<double>(log_probs, r)
-                                                        : argmax_row<float>(log_probs, r);
-  });
-  return best;
-}
-
-}  // namespace
 
 std::vector<std::vector<int32_t>> greedy_decode(models::Seq2Seq& model, const Tensor& src,
                                                 std::span<const int64_t> src_lengths,
@@ -64,7 +32,7 @@ std::vector<std::vector<int32_t>> greedy_decode(models::Seq2Seq& model, const Te
     std::vector<int64_t> keep;  // rows of the state that go on
     std::vector<int64_t> next_active;
     std::vector<float> next_prev;
-    const std::vector<int32_t> tokens = argmax_rows(step.log_probs);
+    const std::vector<int32_t> tokens = detail::argmax_rows(step.log_probs);
     for (size_t i = 0; i < active.size(); ++i) {
       const int32_t token = tokens[i];
       if (token == config.eos_id) continue;

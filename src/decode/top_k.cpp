@@ -3,12 +3,38 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <type_traits>
 
 #include "detail/rows.h"
 #include "qkv/base/error.h"
 #include "qkv/base/thread_pool.h"
+#include "qkv/kernels/reduce.h"
 
 namespace qkv::decode::detail {
+namespace {
+
+// Index of the largest value of row r of x [B, V] (F32 or F64); the first on ties (NaNs
+// are never larger, so a row's NaNs are passed over).
+template <class T>
+int32_t argmax_row(const Tensor& x, int64_t r) {
+  const int64_t v = x.dim(1);
+  const T* row = x.data<T>() + r * v;
+  int64_t best = 0;
+  T best_value = row[0];
+  for (int64_t i = 1; i < v; ++i) {
+    if constexpr (std::is_same_v<T, float>) {  // to the next larger value, a vector at a time
+      i += kernels::find_above(row + i, v - i, best_value);
+      if (i == v) break;
+    }
+    if (row[i] > best_value) {
+      best = i;
+      best_value = row[i];
+    }
+  }
+  return static_cast<int32_t>(best);
+}
+
+}  // namespace
 
 // A min-heap of k ids: O(V log k), no V-sized buffer.
 void top_k(const float* lp, int64_t v, int64_t k, std::vector<int32_t>& ids) {
@@ -17,19 +43,13 @@ void top_k(const float* lp, int64_t v, int64_t k, std::vector<int32_t>& ids) {
   };
   ids.clear();
   float worst = 0;  // lp of the heap's front once it holds k ids
-  constexpr int64_t kBlock = 16;
   for (int64_t i = 0; i < v; ++i) {
-    // Most ids are below the k-th best: a whole block of them is passed over with one
-    // branch (the comparisons vectorise; a NaN fails them and is caught below).
-    if (int64_t(ids.size()) == k && i % kBlock == 0 && i + kBlock <= v) {
-      bool below = true;
-      for (int64_t j = 0; j < kBlock; ++j) below &= lp[i + j] < worst;
-      if (below) {
-        i += kBlock - 1;
-        continue;
-      }
+    // Once the heap is full, most ids lie below its worst: they are passed over a vector
+    // at a time, to the next id that is not below it -- or a NaN, caught here.
+    if (int64_t(ids.size()) == k) {
+      i += kernels::find_not_below(lp + i, v - i, worst);
+      if (i == v) break;
     }
-    if (int64_t(ids.size()) == k && lp[i] < worst) continue;
     QKV_CHECK(!std::isnan(lp[i]), ValueError, "beam_search: the model gave a NaN log-probability",
               " for token ", i);
     const auto id = static_cast<int32_t>(i);
@@ -62,6 +82,17 @@ void top_k_rows(const float* lp, int64_t v, std::span<const int64_t> widths,
   });
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
+}
+
+std::vector<int32_t> argmax_rows(const Tensor& log_probs) {
+  const int64_t rows = log_probs.dim(0), v = log_probs.dim(1);
+  std::vector<int32_t> best(static_cast<size_t>(rows));
+  parallel_for(0, rows, rows_per_chunk(v), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      best[size_t(r)] = log_probs.dtype() == DType::F64 ? argmax_row<double>(log_probs, r)
+                                                        : argmax_row<float>(log_probs, r);
+  });
+  return best;
 }
 
 }  // namespace qkv::decode::detail

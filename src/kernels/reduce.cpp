@@ -147,6 +147,41 @@ void SumColsImpl(const float* x, float* y, int64_t rows, int64_t cols) {
                [&](int64_t c0, int64_t c1) { SumColsRange(x, y, rows, cols, c0, c1); });
 }
 
+// The first i in [0, n) where match(x[i]) holds (n if none): four vectors per test while
+// none matches, then the exact lane from single vectors, then the scalar tail.
+template <class VecMatch, class ScalarMatch>
+HWY_INLINE int64_t FindFirst(const float* x, int64_t n, const VecMatch& match,
+                             const ScalarMatch& scalar_match) {
+  const hn::ScalableTag<float> d;
+  const int64_t lanes = int64_t(hn::Lanes(d));
+  int64_t i = 0;
+  for (; i + 4 * lanes <= n; i += 4 * lanes) {
+    const auto m01 = hn::Or(match(d, hn::LoadU(d, x + i)), match(d, hn::LoadU(d, x + i + lanes)));
+    const auto m23 = hn::Or(match(d, hn::LoadU(d, x + i + 2 * lanes)),
+                            match(d, hn::LoadU(d, x + i + 3 * lanes)));
+    if (!hn::AllFalse(d, hn::Or(m01, m23))) break;
+  }
+  for (; i + lanes <= n; i += lanes) {
+    const intptr_t lane = hn::FindFirstTrue(d, match(d, hn::LoadU(d, x + i)));
+    if (lane >= 0) return i + lane;
+  }
+  for (; i < n; ++i)
+    if (scalar_match(x[i])) return i;
+  return n;
+}
+
+int64_t FindNotBelowImpl(const float* x, int64_t n, float t) {
+  return FindFirst(
+      x, n, [t](auto d, auto v) { return hn::Not(hn::Lt(v, hn::Set(d, t))); },
+      [t](float v) { return !(v < t); });
+}
+
+int64_t FindAboveImpl(const float* x, int64_t n, float t) {
+  return FindFirst(
+      x, n, [t](auto d, auto v) { return hn::Gt(v, hn::Set(d, t)); },
+      [t](float v) { return v > t; });
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace qkv::kernels
 HWY_AFTER_NAMESPACE();
@@ -159,6 +194,8 @@ HWY_EXPORT(DotImpl);
 HWY_EXPORT(MaxImpl);
 HWY_EXPORT(SumRowsImpl);
 HWY_EXPORT(SumColsImpl);
+HWY_EXPORT(FindNotBelowImpl);
+HWY_EXPORT(FindAboveImpl);
 
 float sum(const float* x, int64_t n) noexcept {
   return HWY_DYNAMIC_DISPATCH(SumImpl)(x, n);
@@ -174,6 +211,12 @@ void sum_rows(const float* x, float* y, int64_t rows, int64_t cols) noexcept {
 }
 void sum_cols(const float* x, float* y, int64_t rows, int64_t cols) noexcept {
   HWY_DYNAMIC_DISPATCH(SumColsImpl)(x, y, rows, cols);
+}
+int64_t find_not_below(const float* x, int64_t n, float t) noexcept {
+  return HWY_DYNAMIC_DISPATCH(FindNotBelowImpl)(x, n, t);
+}
+int64_t find_above(const float* x, int64_t n, float t) noexcept {
+  return HWY_DYNAMIC_DISPATCH(FindAboveImpl)(x, n, t);
 }
 
 }  // namespace qkv::kernels

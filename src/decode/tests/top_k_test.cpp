@@ -109,5 +109,55 @@ TEST(TopK, RowsWithNansReportTheFirstRowsWhateverTheThreads) {
   }
 }
 
+// argmax_rows against the plain scan it replaced (the first strictly larger value wins),
+// float and double, on rows with the best at the start, at the end and at vector and block
+// edges, with ties for the best, NaNs (passed over; first in the row: never beaten) and
+// -inf.
+template <class T>
+int32_t scanned_argmax(const T* row, int64_t v) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < v; ++i)
+    if (row[i] > row[best]) best = i;
+  return int32_t(best);
+}
+
+TEST(ArgmaxRows, EqualsAPlainScanWithTiesNansAndInfinities) {
+  const float nan = std::nanf(""), inf = INFINITY;
+  for (const DType dt : {DType::F32, DType::F64}) {
+    for (const int64_t v : {1, 5, 16, 17, 64, 100, 8000}) {
+      std::vector<std::vector<float>> rows;
+      Rng rng{uint64_t(v)};
+      for (int64_t best : {int64_t{0}, int64_t{15}, int64_t{16}, int64_t{63}, v / 2, v - 1}) {
+        if (best >= v) continue;
+        std::vector<float> row(static_cast<size_t>(v));
+        for (float& x : row) x = -1.0f - float(rng.uniform()) * 8.0f;
+        row[size_t(best)] = -0.25f;
+        rows.push_back(row);
+        if (best + 5 < v) {  // a tie after the best: the first stays
+          row[size_t(best + 5)] = -0.25f;
+          rows.push_back(row);
+        }
+        row[size_t(v / 3)] = nan;  // a NaN anywhere but first: passed over
+        rows.push_back(row);
+        row[0] = nan;  // first: nothing is larger
+        rows.push_back(row);
+      }
+      rows.push_back(std::vector<float>(size_t(v), -inf));
+      Tensor lp = Tensor::empty({int64_t(rows.size()), v}, dt);
+      std::vector<int32_t> want;
+      for (size_t r = 0; r < rows.size(); ++r) {
+        for (int64_t i = 0; i < v; ++i) {
+          if (dt == DType::F32)
+            lp.data<float>()[int64_t(r) * v + i] = rows[r][size_t(i)];
+          else
+            lp.data<double>()[int64_t(r) * v + i] = rows[r][size_t(i)];
+        }
+        want.push_back(scanned_argmax(rows[r].data(), v));
+      }
+      EXPECT_EQ(argmax_rows(lp), want) << "v " << v << (dt == DType::F32 ? " f32" : " f64");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace qkv::decode::detail

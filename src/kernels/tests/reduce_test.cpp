@@ -125,5 +125,33 @@ TEST(Reduce, BitwiseIdenticalForOneAndTwoThreads) {
   set_num_threads(saved);
 }
 
+// find_not_below / find_above against their references, on every target: rows far
+// below the threshold with one planted match (or none) at every position class -- the
+// first lane, inside a 4-vector block, a block's last lane, the tail --, ties (x == t:
+// not below, not above), NaNs (not below, never above) and -inf rows.
+TEST(Reduce, FindNotBelowAndFindAboveMatchTheReference) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for_each_simd_target([&](const SimdTarget&) {
+    for (int64_t n : {0, 1, 3, 7, 8, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 8000}) {
+      std::vector<int64_t> positions = {-1};  // -1: nothing planted
+      for (int64_t p : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{15}, int64_t{16}, int64_t{47},
+                        int64_t{63}, int64_t{64}, n / 2, n - 2, n - 1})
+        if (p >= 0 && p < n) positions.push_back(p);
+      for (int64_t p : positions)
+        for (const float planted : {0.5f, 0.0f, nan, inf}) {
+          SCOPED_TRACE(::testing::Message() << "n " << n << " at " << p << " value " << planted);
+          std::vector<float> x = random_floats(n, seed_for(n, p + 2), -9, -1);
+          if (p >= 0) x[size_t(p)] = planted;
+          if (p >= 0 && p + 3 < n) x[size_t(p + 3)] = 1.0f;  // a later match: the first wins
+          for (const float t : {0.0f, -0.5f, -inf}) {
+            EXPECT_EQ(find_not_below(x.data(), n, t), ref::find_not_below(x.data(), n, t)) << t;
+            EXPECT_EQ(find_above(x.data(), n, t), ref::find_above(x.data(), n, t)) << t;
+          }
+        }
+    }
+  });
+}
+
 }  // namespace
 }  // namespace qkv::kernels

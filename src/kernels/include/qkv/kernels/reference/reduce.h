@@ -38,4 +38,15 @@ void sum_cols(const T* x, T* y, int64_t rows, int64_t cols) noexcept {
   }
 }
 
+inline int64_t find_not_below(const float* x, int64_t n, float t) noexcept {
+  for (int64_t i = 0; i < n; ++i)
+    if (!(x[i] < t)) return i;
+  return n;
+}
+inline int64_t find_above(const float* x, int64_t n, float t) noexcept {
+  for (int64_t i = 0; i < n; ++i)
+    if (x[i] > t) return i;
+  return n;
+}
+
 }  // namespace qkv::kernels::ref
