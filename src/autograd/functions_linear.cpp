@@ -127,8 +127,18 @@ Variable linear(const Variable& x, const Variable& w, const Variable& bias) {
   }
   return detail::record(kLinear, ops::linear(x.value(), w.value(), bias.value()), {x, w, bias},
                         [x, w, bias, wt](const Tensor& dy) {
-                          accumulate(bias, ops::bias_gradient(dy));
-                          matmul_backward_to(dy, x, w, wt);
+                          if (!bias.requires_grad() || !w.requires_grad() || x.same_as(w)) {
+                            if (bias.requires_grad()) accumulate(bias, ops::bias_gradient(dy));
+                            matmul_backward_to(dy, x, w, wt);
+                            return;
+                          }
+                          // The bias gradient comes with dW's product (ops::linear_backward_into).
+                          ops::GradTarget dx = detail::grad_slot(x), dw = detail::grad_slot(w);
+                          Tensor dbias =
+                              ops::linear_backward_into(dy, x.value(), w.value(), dx, dw);
+                          detail::fill(x, std::move(dx));
+                          detail::fill(w, std::move(dw));
+                          accumulate(bias, std::move(dbias));
                         });
 }
 
@@ -240,9 +250,16 @@ Variable stacked_linear(const Variable& x, const std::vector<Variable>& weights,
       kStackedLinear, std::move(y), inputs, [x, weights, biases, no_a_t_b](const Tensor& dy) {
         // Stacked again: a copy made in forward is not kept alive.
         const Stacked again = stacked(weights);
-        const ops::MatmulGrads g = ops::matmul_backward(dy, x.value(), again.view, no_a_t_b);
+        const DType dt = x.value().dtype();
+        const ops::MatmulGrads g{Tensor::empty(x.value().shape(), dt),
+                                 Tensor::empty(again.view.shape(), dt)};
+        // With biases, their gradient comes with dW's product (ops::linear_backward_into).
+        Tensor dbias;
+        if (biases.empty())
+          ops::matmul_backward_into(dy, x.value(), again.view, no_a_t_b, {g.da}, {g.db});
+        else
+          dbias = ops::linear_backward_into(dy, x.value(), again.view, {g.da}, {g.db});
         accumulate(x, g.da);
-        const Tensor dbias = biases.empty() ? Tensor() : ops::bias_gradient(dy);
         int64_t row = 0;
         for (size_t i = 0; i < weights.size(); ++i) {
           const int64_t rows = weights[i].value().dim(0);

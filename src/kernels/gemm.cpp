@@ -16,8 +16,10 @@
 #include <cstdint>
 
 #include "kernels/detail/gemm_blocking.h"
+#include "kernels/detail/op_a_sums.h"
 #include "qkv/base/error.h"
 #include "qkv/base/thread_pool.h"
+#include "qkv/kernels/reduce.h"
 
 namespace qkv::kernels {
 namespace {
@@ -101,6 +103,22 @@ void gemm(const GemmSpec& spec, const float* a, const float* b, float* c) noexce
   parallel_for(0, bl.count, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t blk = lo; blk < hi; ++blk) run_block(spec, bl, blk, a, b, c);
   });
+}
+
+void detail::sum_rows_of_op_a(const GemmSpec& s, const float* a, float* sums) noexcept {
+  if (s.m <= 0) return;
+  if (s.trans_a && s.lda == s.m) return sum_cols(a, sums, std::max<int64_t>(s.k, 0), s.m);
+  std::fill(sums, sums + s.m, 0.0f);
+  for (int64_t p = 0; p < s.k; ++p)
+    for (int64_t i = 0; i < s.m; ++i) sums[i] += s.trans_a ? a[p * s.lda + i] : a[i * s.lda + p];
+}
+
+void gemm_with_a_row_sums(const GemmSpec& spec, const float* a, const float* b, float* c,
+                          float* a_row_sums) noexcept {
+  if (gemm_backend() == GemmBackend::Portable)
+    return gemm_portable_with_a_row_sums(spec, a, b, c, a_row_sums);
+  gemm(spec, a, b, c);
+  detail::sum_rows_of_op_a(spec, a, a_row_sums);
 }
 
 void gemm_batched(const GemmSpec& spec, const BatchStrides& strides, const float* a, const float* b,

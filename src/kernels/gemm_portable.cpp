@@ -35,6 +35,7 @@
 
 #include "kernels/detail/gemm_blocking.h"
 #include "kernels/detail/gemm_portable_testing.h"
+#include "kernels/detail/op_a_sums.h"
 #include "kernels/detail/tile_product.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/kernels/gemm.h"
@@ -125,10 +126,29 @@ float* PackedBlockBuffer() {
   return reinterpret_cast<float*>((address + kAlign - 1) / kAlign * kAlign);
 }
 
+// sums[i] (+)= Σ_p x[p, i] for x [rows, cols] dense (A's copied block, in L1), each
+// column summed in row order onto its running value (from 0 when `first`): the same
+// operations as kernels::sum_cols over all of A's rows, so the same bits.
+void AddColumns(const float* HWY_RESTRICT x, int64_t rows, int64_t cols, bool first,
+                float* HWY_RESTRICT sums) {
+  const DF d;
+  int64_t i = 0;
+  for (; i + kLanes <= cols; i += kLanes) {
+    auto acc = first ? hn::Zero(d) : hn::LoadU(d, sums + i);
+    for (int64_t p = 0; p < rows; ++p) acc = hn::Add(acc, hn::LoadU(d, x + p * cols + i));
+    hn::StoreU(acc, d, sums + i);
+  }
+  for (; i < cols; ++i) {
+    float acc = first ? 0.0f : sums[i];
+    for (int64_t p = 0; p < rows; ++p) acc += x[p * cols + i];
+    sums[i] = acc;
+  }
+}
+
 // One kc-slice of the product for C's rows [i0, i0 + mc) and the nc columns packed in bp
 // (columns j0 on of C).
 void RowBlock(const GemmSpec& s, const float* a, const float* bp, float* c, int64_t i0, int64_t mc,
-              int64_t p0, int64_t kc, int64_t j0, int64_t nc) {
+              int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* a_row_sums) {
   // op(A)'s block copied dense as [kc, mc]: the micro-kernel's broadcasts of one k step
   // then lie in one or two cache lines, read in order. In place, A's rows lie lda apart:
   // a 4 KiB lda maps them onto the same L1 sets (dW = dYᵀ·X ran at 57-92 GFLOP/s), and
@@ -138,6 +158,7 @@ void RowBlock(const GemmSpec& s, const float* a, const float* bp, float* c, int6
   if (s.trans_a) {
     for (int64_t p = 0; p < kc; ++p)
       std::memcpy(apack + p * mc, a + (p0 + p) * s.lda + i0, size_t(mc) * sizeof(float));
+    if (a_row_sums != nullptr) AddColumns(apack, kc, mc, p0 == 0, a_row_sums + i0);
   } else {
     ars = kc + kPad, ats = 1;
     for (int64_t r = 0; r < mc; ++r)
@@ -165,14 +186,16 @@ void RowBlock(const GemmSpec& s, const float* a, const float* bp, float* c, int6
 // most kNC wide) and each kKC slice of k, op(B)'s slice is packed once, then every kMC-row
 // block of A multiplies it.
 void SerialBlock(const GemmSpec& s, const float* a, const float* b, float* c, int64_t i0,
-                 int64_t i1, int64_t j0, int64_t j1, float* bpack) {
+                 int64_t i1, int64_t j0, int64_t j1, float* bpack, float* a_row_sums) {
   for (int64_t jc = j0; jc < j1; jc += kNC) {
     const int64_t nc = std::min(kNC, j1 - jc);
     for (int64_t p0 = 0; p0 < s.k; p0 += kKC) {
       const int64_t kc = std::min(kKC, s.k - p0);
       PackB(s, b, p0, kc, jc, nc, bpack);
+      // A's rows are copied once per column block: their sums are taken in the first.
+      float* sums = jc == 0 ? a_row_sums : nullptr;
       for (int64_t i = i0; i < i1; i += kMC)
-        RowBlock(s, a, bpack, c, i, std::min(kMC, i1 - i), p0, kc, jc, nc);
+        RowBlock(s, a, bpack, c, i, std::min(kMC, i1 - i), p0, kc, jc, nc, sums);
     }
   }
 }
@@ -180,7 +203,13 @@ void SerialBlock(const GemmSpec& s, const float* a, const float* b, float* c, in
 // The same block by ref::gemm, for a thread that could not have its packing buffer
 // (slow, but the product is still right). C's scaling by beta is already done.
 void ReferenceBlock(const GemmSpec& s, const float* a, const float* b, float* c, int64_t i0,
-                    int64_t i1, int64_t j0, int64_t j1) {
+                    int64_t i1, int64_t j0, int64_t j1, float* a_row_sums) {
+  if (a_row_sums != nullptr && j0 == 0)  // s.trans_a: A's rows i0..i1 are its columns
+    for (int64_t i = i0; i < i1; ++i) {
+      float acc = 0.0f;
+      for (int64_t p = 0; p < s.k; ++p) acc += a[p * s.lda + i];
+      a_row_sums[i] = acc;
+    }
   GemmSpec part = s;
   part.m = i1 - i0;
   part.n = j1 - j0;
@@ -189,7 +218,9 @@ void ReferenceBlock(const GemmSpec& s, const float* a, const float* b, float* c,
             c + i0 * s.ldc + j0);
 }
 
-void GemmPortableImpl(const GemmSpec& s, const float* a, const float* b, float* c) {
+// a_row_sums: nullptr, or (s.trans_a) a_row_sums[i] = Σ_p op(A)[i, p] too.
+void GemmPortableImpl(const GemmSpec& s, const float* a, const float* b, float* c,
+                      float* a_row_sums) {
   if (s.beta != 0.0 && s.beta != 1.0) {  // C = beta·C first; every slice then adds to it
     const auto beta = static_cast<float>(s.beta);
     for (int64_t i = 0; i < s.m; ++i)
@@ -214,10 +245,12 @@ void GemmPortableImpl(const GemmSpec& s, const float* a, const float* b, float* 
       const int64_t last = std::min(first + bl.size, bl.by_rows ? s.m : s.n);
       const int64_t i0 = bl.by_rows ? first : 0, i1 = bl.by_rows ? last : s.m;
       const int64_t j0 = bl.by_rows ? 0 : first, j1 = bl.by_rows ? s.n : last;
+      // Column blocks after the first copy the same rows of A: one block sums them.
+      float* sums = j0 == 0 ? a_row_sums : nullptr;
       if (bpack)
-        SerialBlock(s, a, b, c, i0, i1, j0, j1, bpack);
+        SerialBlock(s, a, b, c, i0, i1, j0, j1, bpack, sums);
       else
-        ReferenceBlock(s, a, b, c, i0, i1, j0, j1);
+        ReferenceBlock(s, a, b, c, i0, i1, j0, j1, sums);
     }
   };
   if (bl.count == 1)
@@ -249,7 +282,18 @@ void gemm_portable(const GemmSpec& spec, const float* a, const float* b, float* 
     }
     return;
   }
-  HWY_DYNAMIC_DISPATCH(GemmPortableImpl)(spec, a, b, c);
+  HWY_DYNAMIC_DISPATCH(GemmPortableImpl)(spec, a, b, c, nullptr);
+}
+
+void gemm_portable_with_a_row_sums(const GemmSpec& spec, const float* a, const float* b, float* c,
+                                   float* a_row_sums) noexcept {
+  if (spec.m <= 0) return;
+  if (spec.n <= 0 || spec.k <= 0 || spec.alpha == 0.0 || !spec.trans_a) {
+    gemm_portable(spec, a, b, c);
+    detail::sum_rows_of_op_a(spec, a, a_row_sums);
+    return;
+  }
+  HWY_DYNAMIC_DISPATCH(GemmPortableImpl)(spec, a, b, c, a_row_sums);
 }
 
 }  // namespace qkv::kernels

@@ -6,6 +6,7 @@
 #include "detail/checks.h"
 #include "detail/kernel_select.h"
 #include "qkv/base/thread_pool.h"
+#include "qkv/ops/elementwise.h"
 
 namespace qkv::ops {
 namespace {
@@ -142,6 +143,29 @@ void matmul_backward_into(const TensorView& dy, const TensorView& a, const Tenso
         batched_product<T>({d.batch, d.n, d.k, d.m}, {dyp, true}, {ap, ta}, out, db.add);
     }
   });
+}
+
+Tensor linear_backward_into(const TensorView& dy, const TensorView& x, const TensorView& w,
+                            const GradTarget& dx, const GradTarget& dw) {
+  const MatmulOptions wt{.transpose_a = false, .transpose_b = true};
+  if (!dw.grad.defined() || x.dtype() != DType::F32 || x.rank() != 2) {
+    matmul_backward_into(dy, x, w, wt, dx, dw);
+    return bias_gradient(dy);
+  }
+  matmul_backward_into(dy, x, w, wt, dx, {});  // checks every shape and dtype
+  detail::check_grad_target("linear_backward_into", "dw", dw, w);
+  const detail::ContiguousInput cdy(dy), cx(x);
+  const int64_t rows = x.dim(0), in = x.dim(1), out = w.dim(0);
+  // dw [N, K] = dyᵀ · x: op(A) = dyᵀ, whose row sums are the bias gradient.
+  kernels::GemmSpec s;
+  s.trans_a = true;
+  s.m = out, s.n = in, s.k = rows;
+  s.lda = out, s.ldb = in, s.ldc = in;
+  s.beta = dw.add ? 1.0 : 0.0;
+  Tensor dbias = Tensor::empty(Shape{out}, DType::F32);
+  kernels::gemm_with_a_row_sums(s, cdy.data<float>(), cx.data<float>(), dw.grad.data<float>(),
+                                dbias.data<float>());
+  return dbias;
 }
 
 }  // namespace qkv::ops

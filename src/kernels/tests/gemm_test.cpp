@@ -16,6 +16,7 @@
 #include "kernel_test_util.h"
 #include "kernels/detail/gemm_portable_testing.h"
 #include "qkv/base/thread_pool.h"
+#include "qkv/kernels/reduce.h"
 
 namespace qkv::kernels {
 namespace {
@@ -153,6 +154,15 @@ void check_parallel_shapes(GemmFn fn) {
   }
 }
 
+class ThreadCountGuard {
+ public:
+  ThreadCountGuard() : saved_(num_threads()) {}
+  ~ThreadCountGuard() { set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
+
 // gemm() and gemm_batched() are checked on both backends whatever Auto picks here.
 class ScopedGemmBackend {
  public:
@@ -228,6 +238,68 @@ TEST(GemmPortable, WithoutPackingBuffersFallsBackToTheReference) {
   detail::deny_gemm_portable_buffers_for_testing(false);
 }
 
+// gemm_with_a_row_sums: C with the bits of the plain product, and the sums with the bits
+// of kernels::sum_cols over A (trans_a, lda == m: the bias gradient's case) or of an
+// in-order loop (otherwise), for shapes that reach every way gemm_portable shares work
+// (row blocks, several k slices, column blocks that copy the same rows of A) at 1 and 2
+// threads, on every target and both backends, and with the reference fallback.
+using RowSumsFn = void (*)(const GemmSpec&, const float*, const float*, float*, float*) noexcept;
+
+void check_row_sums(RowSumsFn with_sums, GemmFn plain, const GemmSpec& s, uint32_t seed) {
+  SCOPED_TRACE(describe(s));
+  const std::vector<float> a = random_floats(a_rows(s) * s.lda, seed);
+  const std::vector<float> b = random_floats(b_rows(s) * s.ldb, seed + 1);
+  const std::vector<float> c0 = random_floats(s.m * s.ldc, seed + 2);
+  std::vector<float> want_c = c0, got_c = c0;
+  std::vector<float> want_sums(static_cast<size_t>(s.m)), got_sums(want_sums.size(), 123.0f);
+  plain(s, a.data(), b.data(), want_c.data());
+  if (s.trans_a && s.lda == s.m) {
+    sum_cols(a.data(), want_sums.data(), s.k, s.m);
+  } else {
+    for (int64_t i = 0; i < s.m; ++i) {
+      float acc = 0.0f;
+      for (int64_t p = 0; p < s.k; ++p) acc += s.trans_a ? a[p * s.lda + i] : a[i * s.lda + p];
+      want_sums[size_t(i)] = acc;
+    }
+  }
+  with_sums(s, a.data(), b.data(), got_c.data(), got_sums.data());
+  EXPECT_TRUE(bitwise_equal(got_c, want_c));
+  EXPECT_TRUE(bitwise_equal(got_sums, want_sums));
+}
+
+void check_row_sums_shapes(RowSumsFn with_sums, GemmFn plain) {
+  ThreadCountGuard guard;
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    SCOPED_TRACE(threads);
+    for (const bool tb : {false, true}) {
+      check_row_sums(with_sums, plain, make_spec(7, 17, 65, true, tb), seed_for(tb, 1));
+      check_row_sums(with_sums, plain, make_spec(100, 70, 1100, true, tb, 0, 1.0, 1.0),
+                     seed_for(tb, 2));
+      check_row_sums(with_sums, plain, make_spec(600, 300, 200, true, tb), seed_for(tb, 3));
+      check_row_sums(with_sums, plain, make_spec(40, 2080, 500, true, tb, 0, -0.5, 0.5),
+                     seed_for(tb, 4));
+      check_row_sums(with_sums, plain, make_spec(33, 4200, 70, true, tb), seed_for(tb, 5));
+      check_row_sums(with_sums, plain, make_spec(65, 64, 300, true, tb, 3), seed_for(tb, 6));
+      check_row_sums(with_sums, plain, make_spec(65, 64, 300, false, tb, 2), seed_for(tb, 7));
+      check_row_sums(with_sums, plain, make_spec(9, 0, 30, true, tb), seed_for(tb, 8));
+      check_row_sums(with_sums, plain, make_spec(9, 5, 0, true, tb), seed_for(tb, 9));
+    }
+  }
+}
+
+TEST(Gemm, RowSumsOfAHaveTheBitsOfSumCols) {
+  for_each_gemm_backend([] { check_row_sums_shapes(&gemm_with_a_row_sums, &gemm); });
+}
+TEST(GemmPortable, RowSumsOfAHaveTheBitsOfSumCols) {
+  for_each_simd_target([](const SimdTarget&) {
+    check_row_sums_shapes(&gemm_portable_with_a_row_sums, &gemm_portable);
+  });
+  detail::deny_gemm_portable_buffers_for_testing(true);  // each block by ref::gemm
+  check_row_sums_shapes(&gemm_portable_with_a_row_sums, &gemm_portable);
+  detail::deny_gemm_portable_buffers_for_testing(false);
+}
+
 // k == 0: C = beta·C, and beta == 0 overwrites even NaN. m or n == 0: nothing written.
 void check_degenerate(GemmFn fn) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -277,14 +349,6 @@ TEST(GemmBatched, MatchesReference) {
 }
 
 // Results must not depend on the thread count (fixed blocks, see gemm.cpp).
-class ThreadCountGuard {
- public:
-  ThreadCountGuard() : saved_(num_threads()) {}
-  ~ThreadCountGuard() { set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
 
 template <class Run>
 void expect_same_for_1_and_2_threads(const Run& run) {

@@ -1,4 +1,5 @@
 // Values and laws the ops promise beyond matching the kernels.
+#include "qkv/kernels/gemm.h"
 #include "qkv/ops/additive_scores.h"
 #include "qkv/ops/broadcast.h"
 #include "qkv/ops/cross_entropy.h"
@@ -100,6 +101,37 @@ TEST(OpsBehaviour, MatmulBackwardIntoWritesOrAddsTheGradients) {
       }
     }
   }
+}
+
+// linear_backward_into: dx and dw with the bits of matmul_backward_into (written or
+// added), the bias gradient with the bits of bias_gradient, on both GEMM backends (qkv's
+// takes the sums while dW's product reads dy; OpenBLAS's path sums after it), float and
+// double, and a shape with several k slices and row blocks (700 rows, 96 outputs).
+TEST(OpsBehaviour, LinearBackwardIntoGivesMatmulsAndBiasGradientsBits) {
+  for (const kernels::GemmBackend backend :
+       {kernels::GemmBackend::Portable, kernels::GemmBackend::OpenBlas}) {
+    kernels::set_gemm_backend(backend);
+    for (DType dt : {DType::F64, DType::F32})
+      for (const Shape& xs : {Shape{7, 5}, Shape{700, 40}}) {
+        SCOPED_TRACE(kernels::gemm_backend_description() + " " + describe(Tensor::empty(xs, dt)));
+        const int64_t out = xs[0] > 10 ? 96 : 3;
+        const Tensor x = random_tensor(xs, dt, 1), w = random_tensor({out, xs[1]}, dt, 2),
+                     dy = random_tensor({xs[0], out}, dt, 3);
+        const ops::MatmulOptions wt{.transpose_a = false, .transpose_b = true};
+        const Tensor want_dx = Tensor::empty(x.shape(), dt),
+                     want_dw = random_tensor(w.shape(), dt, 4);
+        const Tensor got_dx = Tensor::full(x.shape(), 7.0, dt), got_dw = want_dw.clone();
+        ops::matmul_backward_into(dy, x, w, wt, {want_dx, false}, {want_dw, true});
+        const Tensor dbias = ops::linear_backward_into(dy, x, w, {got_dx, false}, {got_dw, true});
+        EXPECT_TRUE(bitwise_equal(got_dx, want_dx));
+        EXPECT_TRUE(bitwise_equal(got_dw, want_dw));
+        EXPECT_TRUE(bitwise_equal(dbias, ops::bias_gradient(dy)));
+        // Without a dw target: dx only, the bias gradient still returned.
+        EXPECT_TRUE(bitwise_equal(ops::linear_backward_into(dy, x, w, {got_dx, false}, {}),
+                                  ops::bias_gradient(dy)));
+      }
+  }
+  kernels::set_gemm_backend(kernels::GemmBackend::Auto);
 }
 
 TEST(OpsBehaviour, MatmulBackwardIntoRejectsTargetsThatDoNotFit) {

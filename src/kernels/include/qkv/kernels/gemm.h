@@ -51,6 +51,17 @@ std::string gemm_backend_description();
 void gemm(const GemmSpec& spec, const float* a, const float* b, float* c) noexcept;
 void gemm_portable(const GemmSpec& spec, const float* a, const float* b, float* c) noexcept;
 
+// gemm() that also sums op(A)'s rows: a_row_sums[i] = Σ_p op(A)[i, p] (i < m), added in
+// p order from 0. With trans_a (A stored [k, m]) those are A's column sums: a linear
+// layer's bias gradient Σ_rows dY, where dW = dYᵀ·X is the product. gemm_portable takes
+// them from the blocks of A it copies anyway (the bias gradient's own pass over dY was
+// 1.5 % of a Transformer update); otherwise they are summed after the product. The bits
+// of kernels::sum_cols(a, a_row_sums, k, m) when trans_a and lda == m, on either backend.
+void gemm_with_a_row_sums(const GemmSpec& spec, const float* a, const float* b, float* c,
+                          float* a_row_sums) noexcept;
+void gemm_portable_with_a_row_sums(const GemmSpec& spec, const float* a, const float* b, float* c,
+                                   float* a_row_sums) noexcept;
+
 // `batch` independent products; matrix i of A starts at a + i·stride_a, etc.
 void gemm_batched(const GemmSpec& spec, const BatchStrides& strides, const float* a, const float* b,
                   float* c) noexcept;

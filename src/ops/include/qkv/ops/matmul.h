@@ -44,4 +44,12 @@ MatmulGrads matmul_backward(const TensorView& dy, const TensorView& a, const Ten
 void matmul_backward_into(const TensorView& dy, const TensorView& a, const TensorView& b,
                           const MatmulOptions& options, const GradTarget& da, const GradTarget& db);
 
+// The backward of linear (y = x·wᵀ + bias; x [M, K], w [N, K], dy [M, N]): dx and dw into
+// caller storage as matmul_backward_into with transpose_b, and the bias gradient Σ_rows dy
+// [N] returned, with the bits of bias_gradient(dy). In float the dw product takes the sums
+// from the blocks of dy it reads anyway (kernels::gemm_with_a_row_sums): no second pass
+// over dy. Errors as matmul_backward_into.
+Tensor linear_backward_into(const TensorView& dy, const TensorView& x, const TensorView& w,
+                            const GradTarget& dx, const GradTarget& dw);
+
 }  // namespace qkv::ops
