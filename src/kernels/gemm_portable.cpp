@@ -204,18 +204,13 @@ void SerialBlock(const GemmSpec& s, const float* a, const float* b, float* c, in
 // (slow, but the product is still right). C's scaling by beta is already done.
 void ReferenceBlock(const GemmSpec& s, const float* a, const float* b, float* c, int64_t i0,
                     int64_t i1, int64_t j0, int64_t j1, float* a_row_sums) {
-  if (a_row_sums != nullptr && j0 == 0)  // s.trans_a: A's rows i0..i1 are its columns
-    for (int64_t i = i0; i < i1; ++i) {
-      float acc = 0.0f;
-      for (int64_t p = 0; p < s.k; ++p) acc += a[p * s.lda + i];
-      a_row_sums[i] = acc;
-    }
   GemmSpec part = s;
   part.m = i1 - i0;
   part.n = j1 - j0;
   part.beta = s.beta == 0.0 ? 0.0 : 1.0;
-  ref::gemm(part, s.trans_a ? a + i0 : a + i0 * s.lda, s.trans_b ? b + j0 * s.ldb : b + j0,
-            c + i0 * s.ldc + j0);
+  const float* a_part = s.trans_a ? a + i0 : a + i0 * s.lda;
+  if (a_row_sums != nullptr && j0 == 0) detail::sum_rows_of_op_a(part, a_part, a_row_sums + i0);
+  ref::gemm(part, a_part, s.trans_b ? b + j0 * s.ldb : b + j0, c + i0 * s.ldc + j0);
 }
 
 // a_row_sums: nullptr, or (s.trans_a) a_row_sums[i] = Σ_p op(A)[i, p] too.

@@ -26,18 +26,24 @@ struct Operand {
 
 // C[batch, m, n] = op(A) · op(B), with op(A) [m, k] and op(B) [k, n] row-major. The
 // leading dimension of a stored matrix is its number of stored columns.
-template <class T>
-void batched_product(const ProductDims& d, Operand<T> a, Operand<T> b, T* c, bool add = false) {
+// The GemmSpec of one such product (C dense, added to when `add`).
+kernels::GemmSpec product_spec(const ProductDims& d, bool trans_a, bool trans_b, bool add) {
   kernels::GemmSpec spec;
   spec.beta = add ? 1.0 : 0.0;
-  spec.trans_a = a.transposed;
-  spec.trans_b = b.transposed;
+  spec.trans_a = trans_a;
+  spec.trans_b = trans_b;
   spec.m = d.m;
   spec.n = d.n;
   spec.k = d.k;
-  spec.lda = a.transposed ? d.m : d.k;
-  spec.ldb = b.transposed ? d.k : d.n;
+  spec.lda = trans_a ? d.m : d.k;
+  spec.ldb = trans_b ? d.k : d.n;
   spec.ldc = d.n;
+  return spec;
+}
+
+template <class T>
+void batched_product(const ProductDims& d, Operand<T> a, Operand<T> b, T* c, bool add = false) {
+  const kernels::GemmSpec spec = product_spec(d, a.transposed, b.transposed, add);
   if (d.batch == 1) {
     kern::gemm(spec, a.data, b.data, c);
     return;
@@ -156,12 +162,9 @@ Tensor linear_backward_into(const TensorView& dy, const TensorView& x, const Ten
   detail::check_grad_target("linear_backward_into", "dw", dw, w);
   const detail::ContiguousInput cdy(dy), cx(x);
   const int64_t rows = x.dim(0), in = x.dim(1), out = w.dim(0);
-  // dw [N, K] = dyᵀ · x: op(A) = dyᵀ, whose row sums are the bias gradient.
-  kernels::GemmSpec s;
-  s.trans_a = true;
-  s.m = out, s.n = in, s.k = rows;
-  s.lda = out, s.ldb = in, s.ldc = in;
-  s.beta = dw.add ? 1.0 : 0.0;
+  // dw [N, K] = dyᵀ · x, the product matmul_backward_into makes for it: op(A) = dyᵀ,
+  // whose row sums are the bias gradient.
+  const kernels::GemmSpec s = product_spec({1, out, in, rows}, true, false, dw.add);
   Tensor dbias = Tensor::empty(Shape{out}, DType::F32);
   kernels::gemm_with_a_row_sums(s, cdy.data<float>(), cx.data<float>(), dw.grad.data<float>(),
                                 dbias.data<float>());
