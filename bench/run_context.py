@@ -7,11 +7,63 @@ ENV_VARS = ("OPENBLAS_CORETYPE", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "QKV
             "QKV_GEMM", "ATEN_CPU_CAPABILITY", "OMP_WAIT_POLICY")
 
 
+# OpenBLAS 0.3.21's cores (OPENBLAS_CORETYPE values, upper case) by the widest FMA
+# kernels they run.
+AVX512_CORES = {"SKYLAKEX", "COOPERLAKE", "SAPPHIRERAPIDS"}
+AVX2_CORES = AVX512_CORES | {"HASWELL", "ZEN"}
+
+
+def cpu_flags(path="/proc/cpuinfo"):
+    """The first 'flags' line of /proc/cpuinfo as a set (empty where there is none)."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def forced_core_note(coretype, flags):
+    """A warning when OPENBLAS_CORETYPE pins OpenBLAS below what this CPU runs: then every
+    OpenBLAS product -- all of the PyTorch peer's -- runs narrower kernels than OpenBLAS
+    would pick itself, and a qkv/torch ratio overstates qkv. None when unset or fitting.
+
+    >>> forced_core_note("Haswell", {"avx2", "fma", "avx512f"}).split(": ")[1]
+    'OPENBLAS_CORETYPE=Haswell runs AVX2 kernels on this AVX-512 CPU'
+    >>> forced_core_note("SkylakeX", {"avx2", "fma", "avx512f"}) is None
+    True
+    >>> forced_core_note("Prescott", {"avx2", "fma"}).split(": ")[1]
+    'OPENBLAS_CORETYPE=Prescott runs SSE kernels on this AVX2 CPU'
+    >>> forced_core_note("Haswell", {"avx2", "fma"}) is None
+    True
+    >>> forced_core_note(None, {"avx512f"}) is None
+    True
+    """
+    if not coretype:
+        return None
+    core = coretype.upper()
+    if "avx512f" in flags and core not in AVX512_CORES:
+        cpu, width = "AVX-512", ("AVX2" if core in AVX2_CORES else "SSE")
+    elif {"avx2", "fma"} <= flags and core not in AVX2_CORES:
+        cpu, width = "AVX2", "SSE"
+    else:
+        return None
+    return (f"note: OPENBLAS_CORETYPE={coretype} runs {width} kernels on this {cpu} CPU: "
+            "the PyTorch peer's GEMMs run below what OpenBLAS picks by itself, so qkv/torch "
+            "overstates qkv; unset OPENBLAS_CORETYPE for the fair peer")
+
+
 def print_env_and_load(reps_text, secs, load0, load1, cpu0, cpu1):
-    """Prints the env line and the run line (load average, CPU steal from /proc/stat
-    'cpu' lines taken before and after the run)."""
+    """Prints the env line (and a note when OPENBLAS_CORETYPE handicaps the peer) and the
+    run line (load average, CPU steal from /proc/stat 'cpu' lines taken before and after
+    the run)."""
     env = [f"{k}={os.environ[k]}" for k in ENV_VARS if k in os.environ]
     print("env: " + (" ".join(env) if env else "OPENBLAS_CORETYPE, OMP_NUM_THREADS not set"))
+    note = forced_core_note(os.environ.get("OPENBLAS_CORETYPE"), cpu_flags())
+    if note and not os.environ.get("SIMD"):  # SIMD=AVX2 emulates a smaller CPU on purpose
+        print(note)
     c0, c1 = [list(map(int, c.split()[1:])) for c in (cpu0, cpu1)]
     d = [b - a for a, b in zip(c0, c1)]
     steal = 100 * d[7] / max(1, sum(d)) if len(d) > 7 else 0

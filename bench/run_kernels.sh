@@ -122,10 +122,12 @@ def fmt_t(s):
 
 def shape(n):
     v = dict(re.findall(r"(\w+):(\d+)", n))
-    if "m" in v: return f"{v['m']}x{v['n']}x{v['k']}"
-    if "rows" in v: return f"{v['rows']}x{v['cols']}"
+    v.pop("threads", None)
     if "gap_us" in v: return f"2 chunks, gap {v['gap_us']} us"
-    return "-"
+    if "chunk" in v:  # BM_LinearCrossEntropy: rows x dim x vocab, then the chunk size
+        chunk = v.pop("chunk")
+        return "x".join(v.values()) + f" c{chunk}"
+    return "x".join(v.values()) or "-"  # m x n x k, rows x cols, ... in argument order
 
 kernel = {"BM_OpenBlasSgemm": "openblas sgemm (raw)", "BM_QkvGemm": "gemm (auto)",
           "BM_QkvGemmOpenBlas": "gemm (openblas)",
@@ -162,7 +164,9 @@ for name, (t, rate, unit) in qkv.items():
 print("\nqkv/torch = torch median time / qkv median time (> 1: qkv faster). Rates use the "
       "same FLOP/byte counts on both sides.")
 if fma or triad:
+    def limits(t):  # only what this run measured (a --benchmark_filter may skip some)
+        parts = [f"FMA peak {fma[t]:.0f} GFLOP/s"] if t in fma else []
+        return ", ".join(parts + ([f"triad {triad[t]:.1f} GB/s"] if t in triad else []))
     print("machine limits (this run): " + "; ".join(
-        f"{t} thread{'s' if t != '1' else ''}: FMA peak {fma.get(t, float('nan')):.0f} GFLOP/s, "
-        f"triad {triad.get(t, float('nan')):.1f} GB/s" for t in sorted(set(fma) | set(triad))))
+        f"{t} thread{'s' if t != '1' else ''}: {limits(t)}" for t in sorted(set(fma) | set(triad))))
 PY
