@@ -4,16 +4,17 @@
 // Forward, per row (two passes over x for a stable variance):
 //   mean = Σx / n,  var = Σ(x − mean)² / n,  rstd = 1 / sqrt(var + eps),
 //   y = (x − mean)·rstd·gamma + beta.
-// Backward, with xhat = (x − mean)·rstd and g = dy·gamma:
-//   dx = rstd·(g − mean_c(g) − xhat·mean_c(g·xhat))      -- row-parallel
-//   dgamma = Σ_r dy·xhat,  dbeta = Σ_r dy                 -- column-parallel
-// The column pass sums every column over the rows in row order, so dgamma/dbeta are
-// deterministic for any thread count and need no per-thread scratch.
+// Backward, with xhat = (x − mean)·rstd and g = dy·gamma, in one pass over x and dy:
+//   dx = rstd·(g − mean_c(g) − xhat·mean_c(g·xhat))      -- per row
+//   dgamma = Σ_r dy·xhat,  dbeta = Σ_r dy                 -- per fixed block of rows,
+// then the blocks' partial sums added in block order, so dgamma/dbeta are deterministic
+// for any thread count.
 #include "qkv/kernels/layer_norm.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/detail/parallel_rows.h"
 #include "qkv/base/thread_pool.h"
@@ -112,69 +113,145 @@ void ForwardImpl(const float* x, const float* gamma, const float* beta, float* y
   });
 }
 
-// dgamma[c0:c1], dbeta[c0:c1] over all rows, row by row: the outputs stay in L1 while
-// dy and x stream through contiguously.
-void ParamGradRange(const float* dy, const float* x, const float* mean, const float* rstd,
-                    float* dgamma, float* dbeta, int64_t rows, int64_t cols, int64_t c0,
-                    int64_t c1) {
-  std::fill(dgamma + c0, dgamma + c1, 0.0f);
-  std::fill(dbeta + c0, dbeta + c1, 0.0f);
-  for (int64_t r = 0; r < rows; ++r) {
+// Σ g(d, c) and Σ g(d, c)·xhat(d, c) over [0, n) in one sweep: two accumulators each
+// over alternate vectors (hides add latency), then a one-lane tail running the same ops.
+template <class G, class Xhat>
+HWY_INLINE void RowSums(int64_t n, const G& g_at, const Xhat& xhat_at, float& sum_g,
+                        float& sum_gx) {
+  const hn::ScalableTag<float> d;
+  const hn::CappedTag<float, 1> d1;
+  const int64_t lanes = int64_t(hn::Lanes(d));
+  auto g0 = hn::Zero(d), g1 = hn::Zero(d), gx0 = hn::Zero(d), gx1 = hn::Zero(d);
+  int64_t c = 0;
+  for (; c + 2 * lanes <= n; c += 2 * lanes) {
+    const auto a = g_at(d, c), b = g_at(d, c + lanes);
+    g0 = hn::Add(g0, a);
+    g1 = hn::Add(g1, b);
+    gx0 = hn::MulAdd(a, xhat_at(d, c), gx0);
+    gx1 = hn::MulAdd(b, xhat_at(d, c + lanes), gx1);
+  }
+  for (; c + lanes <= n; c += lanes) {
+    const auto a = g_at(d, c);
+    g0 = hn::Add(g0, a);
+    gx0 = hn::MulAdd(a, xhat_at(d, c), gx0);
+  }
+  float g_tail = 0.0f, gx_tail = 0.0f;
+  for (; c < n; ++c) {
+    const auto a = g_at(d1, c);
+    g_tail += hn::GetLane(a);
+    gx_tail += hn::GetLane(hn::Mul(a, xhat_at(d1, c)));
+  }
+  sum_g = hn::GetLane(hn::SumOfLanes(d, hn::Add(g0, g1))) + g_tail;
+  sum_gx = hn::GetLane(hn::SumOfLanes(d, hn::Add(gx0, gx1))) + gx_tail;
+}
+
+// The parameter gradients' partial sums of one row block: rows are summed in row
+// order into scratch that starts at zero.
+constexpr int64_t kParamBlockRows = 64;
+
+// Per row: one sweep for the two row means, then one that writes dx and adds dy·xhat
+// and dy into the block's column partials (dgamma_part, dbeta_part). The row is in L1
+// (or L2 for very wide rows) for the second sweep, so x and dy are read from memory
+// once. dx may alias dy: each element of dy is read before dx's store to it.
+void BackwardRowBlock(const float* dy, const float* x, const float* gamma, const float* mean,
+                      const float* rstd, float* dx, float* dgamma_part, float* dbeta_part,
+                      int64_t r0, int64_t r1, int64_t cols) {
+  std::fill(dgamma_part, dgamma_part + cols, 0.0f);
+  std::fill(dbeta_part, dbeta_part + cols, 0.0f);
+  const float inv_n = 1.0f / float(cols);
+  for (int64_t r = r0; r < r1; ++r) {
     const float* xr = x + r * cols;
     const float* dyr = dy + r * cols;
+    float* dxr = dx + r * cols;
     const float m = mean[r], rs = rstd[r];
-    ForSpans(c1 - c0, [&](auto d, int64_t k) {
-      const int64_t c = c0 + k;
+    auto xhat_at = [&](auto d, int64_t c) {
+      return hn::Mul(hn::Sub(hn::LoadU(d, xr + c), hn::Set(d, m)), hn::Set(d, rs));
+    };
+    auto g_at = [&](auto d, int64_t c) {
+      return hn::Mul(hn::LoadU(d, dyr + c), hn::LoadU(d, gamma + c));
+    };
+    float sum_g, sum_gx;
+    RowSums(cols, g_at, xhat_at, sum_g, sum_gx);
+    const float mean_g = sum_g * inv_n, mean_gx = sum_gx * inv_n;
+    ForSpans(cols, [&](auto d, int64_t c) {
       const auto vdy = hn::LoadU(d, dyr + c);
-      const auto xhat = hn::Mul(hn::Sub(hn::LoadU(d, xr + c), hn::Set(d, m)), hn::Set(d, rs));
-      hn::StoreU(hn::MulAdd(vdy, xhat, hn::LoadU(d, dgamma + c)), d, dgamma + c);
-      hn::StoreU(hn::Add(hn::LoadU(d, dbeta + c), vdy), d, dbeta + c);
+      const auto xhat = xhat_at(d, c);
+      hn::StoreU(hn::MulAdd(vdy, xhat, hn::LoadU(d, dgamma_part + c)), d, dgamma_part + c);
+      hn::StoreU(hn::Add(hn::LoadU(d, dbeta_part + c), vdy), d, dbeta_part + c);
+      // g − mean_g − xhat·mean_gx, then scaled by rstd.
+      const auto centred = hn::Sub(hn::Mul(vdy, hn::LoadU(d, gamma + c)), hn::Set(d, mean_g));
+      const auto v = hn::NegMulAdd(xhat, hn::Set(d, mean_gx), centred);
+      hn::StoreU(hn::Mul(v, hn::Set(d, rs)), d, dxr + c);
     });
   }
 }
 
+// The partial-sum buffers of this thread's calls: kept between calls (a training step
+// calls this a dozen times with the same sizes), so no call faults in fresh pages.
+float* PartialsScratch(size_t floats) noexcept {
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < floats) {
+    try {
+      scratch.resize(floats);
+    } catch (...) {  // out of memory: the caller runs all rows as one block
+      return nullptr;
+    }
+  }
+  return scratch.data();
+}
+
+// dx, dgamma, dbeta in one pass over x and dy: fixed blocks of kParamBlockRows rows
+// (parallel over the pool) each write dx and sum their rows into column partials, then
+// the partials are added in block order. The blocks depend on the sizes only, so the
+// results are bitwise the same for any thread count. Before (a column pass for the
+// parameter gradients, then the row pass) x and dy were read from memory twice.
 void BackwardImpl(const float* dy, const float* x, const float* gamma, const float* mean,
                   const float* rstd, LayerNormGrads<float> grads, const LayerNormSize& size) {
   const int64_t rows = std::max<int64_t>(size.rows, 0), cols = size.cols;
   if (cols <= 0) return;
-
-  // Parameter gradients first, so that dx may alias dy (dy is not read after the row
-  // pass has overwritten it). Column blocks of >= 64 floats, at most ~16 of them.
-  const int64_t block = std::max<int64_t>(64, (cols / 16 + 15) / 16 * 16);
-  auto param_fn = [&](int64_t c0, int64_t c1) {
-    ParamGradRange(dy, x, mean, rstd, grads.dgamma, grads.dbeta, rows, cols, c0, c1);
-  };
-  if (rows * cols < 2 * kGrain || cols <= block)
-    param_fn(0, cols);
-  else
-    parallel_for(0, cols, block, param_fn);
-
-  float* dx = grads.dx;
-  const float inv_n = 1.0f / float(cols);
-  ForRows(rows, cols, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const float* xr = x + r * cols;
-      const float* dyr = dy + r * cols;
-      float* dxr = dx + r * cols;
-      const float m = mean[r], rs = rstd[r];
-      auto xhat_at = [&](auto d, int64_t c) {
-        return hn::Mul(hn::Sub(hn::LoadU(d, xr + c), hn::Set(d, m)), hn::Set(d, rs));
-      };
-      auto g_at = [&](auto d, int64_t c) {
-        return hn::Mul(hn::LoadU(d, dyr + c), hn::LoadU(d, gamma + c));
-      };
-      const float mean_g = RowSum(cols, g_at) * inv_n;
-      const float mean_gx =
-          RowSum(cols, [&](auto d, int64_t c) { return hn::Mul(g_at(d, c), xhat_at(d, c)); }) *
-          inv_n;
-      ForSpans(cols, [&](auto d, int64_t c) {
-        // g − mean_g − xhat·mean_gx, then scaled by rstd.
-        const auto centred = hn::Sub(g_at(d, c), hn::Set(d, mean_g));
-        const auto v = hn::NegMulAdd(xhat_at(d, c), hn::Set(d, mean_gx), centred);
-        hn::StoreU(hn::Mul(v, hn::Set(d, rs)), d, dxr + c);
+  const int64_t blocks = (rows + kParamBlockRows - 1) / kParamBlockRows;
+  if (blocks <= 1) {  // one block: its partials are the gradients
+    BackwardRowBlock(dy, x, gamma, mean, rstd, grads.dx, grads.dgamma, grads.dbeta, 0, rows, cols);
+    return;
+  }
+  float* part = PartialsScratch(size_t(2 * blocks * cols));
+  if (part == nullptr) {  // serial, and sums in another order: only when memory ran out
+    BackwardRowBlock(dy, x, gamma, mean, rstd, grads.dx, grads.dgamma, grads.dbeta, 0, rows, cols);
+    return;
+  }
+  float* dbeta_part = part + blocks * cols;
+  // Chunks of about kBlockGrain elements: with one 64-row block per chunk (32 Ki floats
+  // at 512 columns) two threads ran 4096 x 512 in 1.0 ms, with 8-16 blocks in 0.41-0.53
+  // (bench BM_LayerNormBackward, AMD EPYC Zen 5): a chunk per block costs more in
+  // hand-offs and cache lines moving between cores than it balances.
+  constexpr int64_t kBlockGrain = int64_t{1} << 18;
+  const int64_t grain = std::max<int64_t>(1, kBlockGrain / (kParamBlockRows * cols));
+  parallel_for(0, blocks, grain, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b)
+      BackwardRowBlock(dy, x, gamma, mean, rstd, grads.dx, part + b * cols, dbeta_part + b * cols,
+                       b * kParamBlockRows, std::min(rows, (b + 1) * kParamBlockRows), cols);
+  });
+  // Column blocks of >= 64 floats: each adds the blocks' partials in block order, a
+  // vector of columns at a time (its slice of dgamma / dbeta stays in L1).
+  auto sum_parts = [&](int64_t c0, int64_t c1) {
+    std::fill(grads.dgamma + c0, grads.dgamma + c1, 0.0f);
+    std::fill(grads.dbeta + c0, grads.dbeta + c1, 0.0f);
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float* g = part + b * cols;
+      const float* bt = dbeta_part + b * cols;
+      ForSpans(c1 - c0, [&](auto d, int64_t k) {
+        const int64_t c = c0 + k;
+        hn::StoreU(hn::Add(hn::LoadU(d, grads.dgamma + c), hn::LoadU(d, g + c)), d,
+                   grads.dgamma + c);
+        hn::StoreU(hn::Add(hn::LoadU(d, grads.dbeta + c), hn::LoadU(d, bt + c)), d,
+                   grads.dbeta + c);
       });
     }
-  });
+  };
+  if (blocks * cols < 2 * kGrain)
+    sum_parts(0, cols);
+  else
+    parallel_for(0, cols, 64, sum_parts);
 }
 
 }  // namespace HWY_NAMESPACE

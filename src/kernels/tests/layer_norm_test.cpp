@@ -117,25 +117,29 @@ TEST(LayerNorm, ConstantRowGivesBeta) {
   });
 }
 
-// y may alias x (in-place forward); dx may alias dy.
+// y may alias x (in-place forward); dx may alias dy: with one block of rows and with
+// several (backward sums the parameter gradients per 64-row block, a tail block last).
 TEST(LayerNorm, InPlace) {
   for_each_simd_target([](const SimdTarget&) {
-    for (int64_t cols : {int64_t{17}, int64_t{64}, int64_t{1023}}) {
-      const Inputs in = make_inputs(9, cols, seed_for(3, cols));
-      const Outputs got = run_kernel(in);
-      const LayerNormSize size{in.rows, in.cols, 1e-5f};
-      std::vector<float> y = in.x, mean(9), rstd(9);
-      layer_norm_forward(y.data(), in.gamma.data(), in.beta.data(), y.data(), mean.data(),
-                         rstd.data(), size);
-      EXPECT_TRUE(bitwise_equal(y, got.y));
-      std::vector<float> d = in.dy, dgamma(static_cast<size_t>(cols)),
-                         dbeta(static_cast<size_t>(cols));
-      layer_norm_backward(d.data(), in.x.data(), in.gamma.data(), mean.data(), rstd.data(),
-                          {d.data(), dgamma.data(), dbeta.data()}, size);
-      EXPECT_TRUE(bitwise_equal(d, got.dx));
-      EXPECT_TRUE(bitwise_equal(dgamma, got.dgamma));
-      EXPECT_TRUE(bitwise_equal(dbeta, got.dbeta));
-    }
+    for (int64_t rows : {int64_t{9}, int64_t{150}})
+      for (int64_t cols : {int64_t{17}, int64_t{64}, int64_t{1023}}) {
+        SCOPED_TRACE(::testing::Message() << rows << " x " << cols);
+        const Inputs in = make_inputs(rows, cols, seed_for(3, rows, cols));
+        const Outputs got = run_kernel(in);
+        const LayerNormSize size{in.rows, in.cols, 1e-5f};
+        std::vector<float> y = in.x, mean(static_cast<size_t>(rows)),
+                           rstd(static_cast<size_t>(rows));
+        layer_norm_forward(y.data(), in.gamma.data(), in.beta.data(), y.data(), mean.data(),
+                           rstd.data(), size);
+        EXPECT_TRUE(bitwise_equal(y, got.y));
+        std::vector<float> d = in.dy, dgamma(static_cast<size_t>(cols)),
+                           dbeta(static_cast<size_t>(cols));
+        layer_norm_backward(d.data(), in.x.data(), in.gamma.data(), mean.data(), rstd.data(),
+                            {d.data(), dgamma.data(), dbeta.data()}, size);
+        EXPECT_TRUE(bitwise_equal(d, got.dx));
+        EXPECT_TRUE(bitwise_equal(dgamma, got.dgamma));
+        EXPECT_TRUE(bitwise_equal(dbeta, got.dbeta));
+      }
   });
 }
 
