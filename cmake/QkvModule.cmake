@@ -49,6 +49,15 @@ function(qkv_test name)
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
   qkv_warnings(${name})
+  qkv_unoptimised_test_code(${name})
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
                        PROPERTIES TIMEOUT ${ARG_TIMEOUT})
+endfunction()
+
+# -O0 for a test or front-end target when QKV_UNOPTIMISED_TEST_CODE is on (see the
+# option in CMakeLists.txt); after CMAKE_CXX_FLAGS' -O1 on the command line, so it wins.
+function(qkv_unoptimised_test_code target)
+  if(QKV_UNOPTIMISED_TEST_CODE)
+    target_compile_options(${target} PRIVATE -O0)
+  endif()
 endfunction()
