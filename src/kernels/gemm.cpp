@@ -157,4 +157,8 @@ void gemm_batched(const GemmSpec& spec, const BatchStrides& strides, const float
   });
 }
 
+// The reference twin's one copy (see the extern declarations in reference/gemm.h).
+template void ref::gemm<float>(const GemmSpec&, const float*, const float*, float*) noexcept;
+template void ref::gemm<double>(const GemmSpec&, const double*, const double*, double*) noexcept;
+
 }  // namespace qkv::kernels

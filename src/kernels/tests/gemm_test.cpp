@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -57,37 +58,67 @@ std::string describe(const GemmSpec& s) {
   return o.str();
 }
 
-// Runs `fn` and ref::gemm on the same random inputs and checks every element against
-// the standard forward-error bound for a length-k dot product (Higham, "Accuracy and
+// What a product must come to for (spec, seed): ref::gemm's C and, per element, the
+// standard forward-error bound for a length-k dot product (Higham, "Accuracy and
 // Stability of Numerical Algorithms", 2nd ed., eq. 3.5):
 //   |ĉ − c| <= γ_k · Σ_p |a_ip||b_pj|,   γ_k = k·u / (1 − k·u),  u = 2^-24,
 // scaled by |alpha|, plus the rounding of alpha·acc + beta·c (a few u of
 // |alpha·acc| + |beta·c|). We allow (k + 4)·FLT_EPSILON = 2(k + 4)·u, a factor of two
 // over the bound, since the blocked kernels add k-slices and scale by alpha separately.
+struct Expected {
+  std::vector<float> a, b, c0;  // the inputs, from the seed
+  std::vector<float> c;         // ref::gemm's result
+  std::vector<double> bound;    // allowed |got − c| per element of C (stride ldc)
+};
+
+// Computed once per process and shared by every backend and SIMD target checked against
+// it: under the sanitizers the two reference products were most of the GEMM tests' time
+// (and CI's) when each target recomputed them.
+const Expected& expected(const GemmSpec& s, uint32_t seed) {
+  static std::map<std::string, Expected> cache;
+  const std::string key = describe(s) + " seed=" + std::to_string(seed);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  Expected e;
+  e.a = random_floats(a_rows(s) * s.lda, seed);
+  e.b = random_floats(b_rows(s) * s.ldb, seed + 1);
+  e.c0 = random_floats(s.m * s.ldc, seed + 2);
+  // beta == 0 must overwrite C: poison it so a kernel that reads C fails.
+  if (s.beta == 0.0) std::fill(e.c0.begin(), e.c0.end(), std::numeric_limits<float>::quiet_NaN());
+  e.c = e.c0;
+  ref::gemm(s, e.a.data(), e.b.data(), e.c.data());
+  // Σ_p |a_ip||b_pj| for every (i, j): the same product over |A| and |B|, in double
+  // (each term exact, the sum as accurate as the bound needs).
+  std::vector<double> abs_a(e.a.size()), abs_b(e.b.size());
+  for (size_t i = 0; i < abs_a.size(); ++i) abs_a[i] = std::fabs(double(e.a[i]));
+  for (size_t i = 0; i < abs_b.size(); ++i) abs_b[i] = std::fabs(double(e.b[i]));
+  GemmSpec plain = s;
+  plain.alpha = 1.0, plain.beta = 0.0;
+  std::vector<double> mag(e.c.size());
+  ref::gemm(plain, abs_a.data(), abs_b.data(), mag.data());
+  e.bound.resize(e.c.size());
+  for (int64_t i = 0; i < s.m; ++i)
+    for (int64_t j = 0; j < s.n; ++j) {
+      const int64_t at = i * s.ldc + j;
+      const double old = s.beta == 0.0 ? 0.0 : std::fabs(s.beta * e.c0[at]);
+      e.bound[at] = double(s.k + 4) * FLT_EPSILON * (std::fabs(s.alpha) * mag[at] + old) +
+                    FLT_MIN;  // FLT_MIN: exact zeros vs signed/denormal zeros
+    }
+  return cache.emplace(key, std::move(e)).first->second;
+}
+
+// Runs `fn` on the seed's inputs and checks every element of C against expected()'s
+// bound, and that the padding columns of C are untouched.
 void check_against_ref(GemmFn fn, const GemmSpec& s, uint32_t seed) {
   SCOPED_TRACE(describe(s));
-  const std::vector<float> a = random_floats(a_rows(s) * s.lda, seed);
-  const std::vector<float> b = random_floats(b_rows(s) * s.ldb, seed + 1);
-  std::vector<float> c0 = random_floats(s.m * s.ldc, seed + 2);
-  // beta == 0 must overwrite C: poison it so a kernel that reads C fails.
-  if (s.beta == 0.0) std::fill(c0.begin(), c0.end(), std::numeric_limits<float>::quiet_NaN());
-  std::vector<float> got = c0, want = c0;
-  fn(s, a.data(), b.data(), got.data());
-  ref::gemm(s, a.data(), b.data(), want.data());
+  const Expected& e = expected(s, seed);
+  std::vector<float> got = e.c0;
+  fn(s, e.a.data(), e.b.data(), got.data());
 
   int64_t bad = 0;
   for (int64_t i = 0; i < s.m; ++i)
     for (int64_t j = 0; j < s.n; ++j) {
-      double mag = 0;  // Σ_p |a_ip||b_pj|
-      for (int64_t p = 0; p < s.k; ++p) {
-        const double av = s.trans_a ? a[p * s.lda + i] : a[i * s.lda + p];
-        const double bv = s.trans_b ? b[j * s.ldb + p] : b[p * s.ldb + j];
-        mag += std::fabs(av * bv);
-      }
-      const double old = s.beta == 0.0 ? 0.0 : std::fabs(s.beta * c0[i * s.ldc + j]);
-      const double bound = double(s.k + 4) * FLT_EPSILON * (std::fabs(s.alpha) * mag + old) +
-                           FLT_MIN;  // FLT_MIN: exact zeros vs signed/denormal zeros
-      const float g = got[i * s.ldc + j], w = want[i * s.ldc + j];
+      const float g = got[i * s.ldc + j], w = e.c[i * s.ldc + j];
+      const double bound = e.bound[i * s.ldc + j];
       if (!(std::fabs(double(g) - double(w)) <= bound) && bad++ < 3)
         ADD_FAILURE() << "C[" << i << "," << j << "] = " << g << ", want " << w << " (bound "
                       << bound << ")";
@@ -96,8 +127,8 @@ void check_against_ref(GemmFn fn, const GemmSpec& s, uint32_t seed) {
   // Padding columns of C (j >= n) must be untouched.
   for (int64_t i = 0; i < s.m; ++i)
     for (int64_t j = s.n; j < s.ldc; ++j)
-      ASSERT_TRUE(std::isnan(c0[i * s.ldc + j]) ? std::isnan(got[i * s.ldc + j])
-                                                : got[i * s.ldc + j] == c0[i * s.ldc + j])
+      ASSERT_TRUE(std::isnan(e.c0[i * s.ldc + j]) ? std::isnan(got[i * s.ldc + j])
+                                                  : got[i * s.ldc + j] == e.c0[i * s.ldc + j])
           << "padding C[" << i << "," << j << "] was written";
 }
 

@@ -41,5 +41,12 @@ void gemm_batched(const GemmSpec& s, const BatchStrides& st, const T* a, const T
   for (int64_t i = 0; i < st.batch; ++i) gemm(s, a + i * st.a, b + i * st.b, c + i * st.c);
 }
 
+// Compiled once, in the kernels library (gemm.cpp), for float and double: every caller
+// runs the library's optimised copy. Without this each file that calls gemm<T> would
+// compile its own, and the linker keeps any one of them: in the ci preset a test file's
+// -O0 copy, which then served the library's fallbacks and the float64 ops as well.
+extern template void gemm<float>(const GemmSpec&, const float*, const float*, float*) noexcept;
+extern template void gemm<double>(const GemmSpec&, const double*, const double*, double*) noexcept;
+
 }  // namespace ref
 }  // namespace qkv::kernels
