@@ -50,6 +50,7 @@ function(qkv_test name)
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
   qkv_warnings(${name})
   qkv_unoptimised_test_code(${name})
+  qkv_test_precompiled_headers(${name})
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
                        PROPERTIES TIMEOUT ${ARG_TIMEOUT})
 endfunction()
@@ -60,4 +61,30 @@ function(qkv_unoptimised_test_code target)
   if(QKV_UNOPTIMISED_TEST_CODE)
     target_compile_options(${target} PRIVATE -O0)
   endif()
+endfunction()
+
+# With QKV_TEST_PCH, every test executable reuses one precompiled header of GoogleTest and
+# the standard headers most test files include, built once by qkv_test_pch with the
+# tests' own flags (GCC only uses a .gch compiled with the same options; -Winvalid-pch,
+# an error under QKV_WERROR, says so if they ever differ). Only system headers: a qkv
+# header in it would let a test compile without including what it uses.
+function(qkv_test_precompiled_headers target)
+  if(NOT QKV_TEST_PCH)
+    return()
+  endif()
+  if(NOT TARGET qkv_test_pch)
+    # An executable like the tests (a library would be compiled -fPIC, the tests -fPIE,
+    # and GCC refuses a header precompiled with the other).
+    file(WRITE ${PROJECT_BINARY_DIR}/qkv_test_pch.cpp
+         "// Compiled only to produce qkv_test_pch's precompiled header.\n")
+    add_executable(qkv_test_pch ${PROJECT_BINARY_DIR}/qkv_test_pch.cpp)
+    target_link_libraries(qkv_test_pch PRIVATE GTest::gtest GTest::gtest_main)
+    target_compile_features(qkv_test_pch PRIVATE cxx_std_20)
+    qkv_warnings(qkv_test_pch)
+    qkv_unoptimised_test_code(qkv_test_pch)
+    target_precompile_headers(qkv_test_pch PRIVATE
+      <gtest/gtest.h> <algorithm> <cmath> <cstdint> <filesystem> <fstream> <functional>
+      <limits> <map> <memory> <sstream> <string> <vector>)
+  endif()
+  target_precompile_headers(${target} REUSE_FROM qkv_test_pch)
 endfunction()
