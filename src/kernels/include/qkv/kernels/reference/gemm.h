@@ -22,14 +22,15 @@ namespace ref {
 
 template <class T>
 void gemm(const GemmSpec& s, const T* a, const T* b, T* c) noexcept {
+  // Element (i, p) of op(A) is a[i·a_row + p·a_col], element (p, j) of op(B) is
+  // b[p·b_row + j·b_col].
+  const int64_t a_row = s.trans_a ? 1 : s.lda, a_col = s.trans_a ? s.lda : 1;
+  const int64_t b_row = s.trans_b ? 1 : s.ldb, b_col = s.trans_b ? s.ldb : 1;
   for (int64_t i = 0; i < s.m; ++i)
     for (int64_t j = 0; j < s.n; ++j) {
       double acc = 0;
-      for (int64_t p = 0; p < s.k; ++p) {
-        const double av = s.trans_a ? a[p * s.lda + i] : a[i * s.lda + p];
-        const double bv = s.trans_b ? b[j * s.ldb + p] : b[p * s.ldb + j];
-        acc += av * bv;
-      }
+      for (int64_t p = 0; p < s.k; ++p)
+        acc += double(a[i * a_row + p * a_col]) * double(b[p * b_row + j * b_col]);
       T& out = c[i * s.ldc + j];
       out = T(s.alpha * acc + (s.beta == 0.0 ? 0.0 : s.beta * double(out)));
     }
