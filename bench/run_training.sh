@@ -199,8 +199,9 @@ if os.path.exists(f"{tmp}/fma.json"):
             peak_name = name.split("/")[0]
 models = list(dict.fromkeys(name.split(":thr=")[0] for name in qkv))  # first-seen order
 flops = {m: statistics.mean(update_flops(*map(int, s), m) for s in shapes) for m in models}
-# qkv's output projection computes the real target rows only (padded ones are ignored by
-# the loss); its rates count the products it performs.
+# qkv computes the output projection on the real target rows only (padded ones are
+# ignored by the loss) and its RNNs' recurrent layers on real positions; its rates count
+# the products it performs.
 qkv_flops = {m: statistics.mean(update_flops(*map(int, s), m, r)
                                for s, r in zip(shapes, zip(real_sources, real_targets)))
              for m in models}
@@ -208,7 +209,8 @@ print("\nFLOPs per update (bench/training_flops.py: matrix products on the padde
       "backward = 2x forward; the batches' mean): " +
       ", ".join(f"{m} {flops[m] / 1e9:.1f} GFLOP" for m in models) +
       "; as qkv performs them (the Transformer's position-wise products on the real rows only, "
-      "the RNNs' output projection on the real target rows): " +
+      "the RNNs' recurrent layers on real positions, their output projection on the real "
+      "target rows): " +
       ", ".join(f"{m} {qkv_flops[m] / 1e9:.1f} GFLOP" for m in models))
 if fma:
     print(f"FMA peak measured in this run (qkv_bench_kernels {peak_name}, best of 3): " +

@@ -7,7 +7,9 @@ the peer computes, or, for qkv, as qkv performs them (`real`: the real source an
 tokens): its Transformer runs every position-wise product (projections, FFN, output
 projection) on the real rows only and attention on the padded heads (it also skips fully
 masked attention tiles; the count does not); its RNNs skip the output projection's padded
-rows only. For the benchmark's Transformer (run_training.sh: d 256, 4 heads, 3 + 3 layers, FFN 1024,
+rows, and their recurrent layers (the encoder's, and the decoder's without attention)
+compute real positions only (the count takes all of them as skipped; steps with under
+10 % padded rows compute those too, so qkv's count is a lower bound). For the benchmark's Transformer (run_training.sh: d 256, 4 heads, 3 + 3 layers, FFN 1024,
 vocabulary 8000, tied output projection). Products only: 2 FLOPs per multiply-add;
 element-wise work (softmax, layer norm, Adam) is left out, so the share of peak is a
 lower bound on how busy the FMA units are. Backward costs twice the forward products
@@ -64,8 +66,9 @@ def gru_flops(rows, inputs, hidden):
     return 2 * rows * 3 * hidden * (inputs + hidden)
 
 
-def rnn_forward_flops(b, ts, tt, attention, e=D, h=D, vocab=VOCAB, output_rows=None):
-    """Forward products of the benchmark's GRU model, attention "additive" or "none".
+def rnn_forward_flops(b, ts, tt, attention, e=D, h=D, vocab=VOCAB, real=None):
+    """Forward products of the benchmark's GRU model, attention "additive" or "none";
+    `real` = (real source tokens, real target tokens) counts qkv's skips.
 
     By hand for one token each side, E = H = 1, vocabulary 2, no attention: encoder 2
     directions x 12, bridge 2 x 2 -> 1 = 4, decoder 12, readout 2, output 4 = 46.
@@ -79,11 +82,12 @@ def rnn_forward_flops(b, ts, tt, attention, e=D, h=D, vocab=VOCAB, output_rows=N
     30
     """
     ns, nt = b * ts, b * tt
-    encoder = 2 * gru_flops(ns, e, h)
+    rs, rt = (ns, nt) if real is None else real  # rows the recurrent layers compute
+    encoder = 2 * gru_flops(rs, e, h)
     bridge = 2 * b * 2 * h * h
-    output = 2 * (nt if output_rows is None else output_rows) * e * vocab
+    output = 2 * rt * e * vocab
     if attention == "none":
-        return encoder + bridge + gru_flops(nt, e, h) + 2 * nt * h * e + output
+        return encoder + bridge + gru_flops(rt, e, h) + 2 * nt * h * e + output
     if attention != "additive":
         raise ValueError(f"attention {attention!r}: expected 'additive' or 'none'")
     a = h
@@ -104,18 +108,18 @@ def update_flops(b, ts, tt, model="transformer", real=None):
     >>> update_flops(1, 1, 1, "rnn-none") == 3 * rnn_forward_flops(1, 1, 1, "none")
     True
 
-    One padded target row less saves 3 x 2 x E x V (E 256, V 8000) for the RNN, and the
-    decoder's position-wise products too for the Transformer:
+    One padded target row less saves 3 x 2 x E x V (E 256, V 8000) and the decoder GRU's
+    3 x 2 x 3H x (E + H) for the RNN without attention, and the decoder's position-wise
+    products too for the Transformer:
     >>> update_flops(2, 3, 5, "rnn-none") - update_flops(2, 3, 5, "rnn-none", (6, 9))
-    12288000
+    14647296
     >>> update_flops(2, 3, 5, "transformer") - update_flops(2, 3, 5, "transformer", (6, 9))
     28803072
     """
     if model == "transformer":
         return 3 * forward_flops(b, ts, tt, real=real)
     if model.startswith("rnn-"):
-        return 3 * rnn_forward_flops(b, ts, tt, model[len("rnn-"):],
-                                     output_rows=None if real is None else real[1])
+        return 3 * rnn_forward_flops(b, ts, tt, model[len("rnn-"):], real=real)
     raise ValueError(f"model {model!r}: expected transformer, rnn-additive or rnn-none")
 
 

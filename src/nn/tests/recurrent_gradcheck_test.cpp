@@ -89,5 +89,23 @@ TEST(RecurrentGradcheck, BidirectionalTwoLayerLstmOverAPaddedBatch) {
                            {4, 1, 3}});
 }
 
+TEST(RecurrentGradcheck, BidirectionalGruWithFewPaddedRows) {
+  // One padded row in 11 at the last step (the whole batch steps, padded rows masked) and
+  // 97 % real positions (the input products over every position): the other paths.
+  expect_gradcheck_passes({CellKind::Gru,
+                           {.input_size = 3, .hidden_size = 2, .layers = 1, .bidirectional = true},
+                           11,
+                           3,
+                           {3, 3, 3, 3, 3, 2, 3, 3, 3, 3, 3}});
+}
+
+TEST(RecurrentGradcheck, LstmWithFewPaddedRows) {
+  expect_gradcheck_passes({CellKind::Lstm,
+                           {.input_size = 3, .hidden_size = 3, .layers = 1},
+                           11,
+                           3,
+                           {3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 3}});
+}
+
 }  // namespace
 }  // namespace qkv::nn

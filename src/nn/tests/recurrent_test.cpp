@@ -170,24 +170,28 @@ Variable alone(const Variable& x, int64_t b, int64_t len) {
   return Variable(x.value().slice(0, b, b + 1).slice(1, 0, len).contiguous());
 }
 
-TEST(Recurrent, PaddedBatchEqualsEachSequenceAlone) {
+// A padded batch of x [B, T, 3] against each sequence run alone, for both cells: a
+// 2-layer bidirectional stack (hidden 4), outputs, zeros past each length and every
+// final state.
+void expect_padded_batch_equals_each_sequence_alone(const std::vector<int64_t>& lengths,
+                                                    int64_t steps) {
+  const auto batch = int64_t(lengths.size());
   for (CellKind cell : {CellKind::Gru, CellKind::Lstm}) {
     SCOPED_TRACE(cell == CellKind::Gru ? "GRU" : "LSTM");
     ParameterStore store(2, DType::F64);
     Recurrent rnn(store, "enc", cell,
                   {.input_size = 3, .hidden_size = 4, .layers = 2, .bidirectional = true});
-    const Variable x(random_tensor({3, 5, 3}, DType::F64, 3));
-    const std::vector<int64_t> lengths{5, 2, 4};
+    const Variable x(random_tensor({batch, steps, 3}, DType::F64, 3));
     const RecurrentOutput full = rnn.forward(x, lengths);
-    ASSERT_EQ(full.outputs.value().shape(), (Shape{3, 5, 8}));
+    ASSERT_EQ(full.outputs.value().shape(), (Shape{batch, steps, 8}));
     ASSERT_EQ(full.final_state.h.size(), 4u);
     EXPECT_EQ(full.final_state.c.size(), cell == CellKind::Lstm ? 4u : 0u);
-    for (int64_t b = 0; b < 3; ++b) {
+    for (int64_t b = 0; b < batch; ++b) {
       const int64_t len = lengths[size_t(b)];
       const RecurrentOutput one = rnn.forward(alone(x, b, len), std::vector<int64_t>{len});
       const Tensor row = full.outputs.value().slice(0, b, b + 1);
       EXPECT_TRUE(all_close(row.slice(1, 0, len), one.outputs.value(), 1e-14, 0)) << "b " << b;
-      for (double v : row.slice(1, len, 5).contiguous().to_vector<double>()) EXPECT_EQ(v, 0.0);
+      for (double v : row.slice(1, len, steps).contiguous().to_vector<double>()) EXPECT_EQ(v, 0.0);
       for (size_t k = 0; k < 4; ++k) {
         EXPECT_TRUE(all_close(full.final_state.h[k].value().slice(0, b, b + 1),
                               one.final_state.h[k].value(), 1e-14, 0));
@@ -204,6 +208,21 @@ TEST(Recurrent, PaddedBatchEqualsEachSequenceAlone) {
                                 row.slice(1, 0, 1).slice(2, 4, 8).reshape({4})));
     }
   }
+}
+
+TEST(Recurrent, PaddedBatchEqualsEachSequenceAlone) {
+  // A third of the rows padded at most steps: only the real rows step, and the input
+  // products run on the real positions.
+  expect_padded_batch_equals_each_sequence_alone({5, 2, 4}, 5);
+}
+
+TEST(Recurrent, PaddedBatchEqualsEachSequenceAloneWhateverThePaddingShare) {
+  // Steps 1-2 have one padded row in 12 (under 10 %: the whole batch steps, padded rows
+  // masked), steps 3-5 two or three (the real rows only); 87.5 % of the positions are
+  // real (the input products run on those).
+  expect_padded_batch_equals_each_sequence_alone({6, 6, 6, 6, 5, 6, 6, 3, 6, 6, 1, 6}, 6);
+  // One padded position in 72: masked steps and the input products over every position.
+  expect_padded_batch_equals_each_sequence_alone({6, 6, 6, 6, 6, 6, 6, 6, 6, 5, 6, 6}, 6);
 }
 
 TEST(Recurrent, EmptySequenceKeepsTheInitialStateAndOutputsZeros) {
