@@ -94,7 +94,7 @@ DirectionRun run_direction(CellKind kind, const Variable& gx, const CellWeights&
     const Tensor mask = Tensor::from(Shape{batch}, is_real).to(dtype);
     // A padded row's step is computed and thrown away. Gathering the real rows and
     // scattering them back copies ~G·H + 2H floats per row, about what the products of
-    // one row in twenty take (H = 256: 4 KiB against 1.2 MFLOP forward and backward), so
+    // one row in twenty take (H = 256: 5 KiB against 1.2 MFLOP forward and backward), so
     // a step with a few padded rows runs the whole batch, one with ≥ 10 % (most steps of
     // an unbucketed batch) only the real rows.
     if (real == batch || 10 * real > 9 * batch) {

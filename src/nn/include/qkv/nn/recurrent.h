@@ -6,11 +6,12 @@
 // step gh = h W_hhᵀ + b_hh and the fused cell. Padded batches: step t of sequence b is
 // real when t < lengths[b]; at padded steps the state does not change (masked_blend), so
 // the forward direction ends at each sequence's last real token and the reverse
-// direction starts there; outputs at padded positions are zero. Only real rows are
-// computed: a step with padded rows gathers the real ones, steps them and scatters them
-// back; steps where no sequence is real are skipped; with ≥ 10 % padding the input GEMM
-// runs on the real positions only. A padded batch gives the same result as each sequence
-// run alone.
+// direction starts there; outputs at padded positions are zero. Padded rows are not
+// computed where skipping them pays: a step with ≥ 10 % padded rows gathers the real
+// ones, steps them and scatters them back (with fewer, the whole batch steps, masked);
+// steps where no sequence is real are skipped; with ≥ 10 % padding the input GEMM runs on
+// the real positions only. A padded batch gives the same result as each sequence run
+// alone.
 //
 // Two layers of API: the functional core (run_recurrent / recurrent_step over explicit
 // weights: also what gradient checks differentiate) and the GRU / LSTM layers that own
