@@ -9,7 +9,8 @@ projection) on the real rows only and attention on the padded heads (it also ski
 masked attention tiles; the count does not); its RNNs skip the output projection's padded
 rows, and their recurrent layers (the encoder's, and the decoder's without attention)
 compute real positions only (the count takes all of them as skipped; steps with under
-10 % padded rows compute those too, so qkv's count is a lower bound). For the benchmark's Transformer (run_training.sh: d 256, 4 heads, 3 + 3 layers, FFN 1024,
+10 % padded rows compute those too, so qkv's count is a lower bound). For the
+benchmark's Transformer (run_training.sh: d 256, 4 heads, 3 + 3 layers, FFN 1024,
 vocabulary 8000, tied output projection). Products only: 2 FLOPs per multiply-add;
 element-wise work (softmax, layer norm, Adam) is left out, so the share of peak is a
 lower bound on how busy the FMA units are. Backward costs twice the forward products
