@@ -171,9 +171,11 @@ finished_on_its_own() {
     show_log_tail
     grep -q "error: .*train_state.safetensors" "$LOG" && corrupt=$((corrupt + 1))
   fi
-  DONE=1
+  DONE=1 DONE_HOW="launch $launch_no ended on its own while the test waited for it to ${WAITING_FOR:-start}"
 }
 
+DONE_HOW=""      # how the run came to its end, for the message when kills are missing
+WAITING_FOR=""   # what the test was waiting for a launch to do
 kills=0 kills_in_save=0 kills_in_state=0 kills_in_model=0 aimed_at_save=0
 resumes=0 resumes_ok=0 fresh_starts=0 model_loads=0 corrupt=0 launch_no=0 DONE=0
 while ((kills < KILLS && DONE == 0)); do
@@ -184,6 +186,7 @@ while ((kills < KILLS && DONE == 0)); do
   aim_save=$((launch_no % 2))
   if ((aim_save)); then launch "$launch_no" "$DELAY_MS"; else launch "$launch_no" 0; fi
 
+  WAITING_FOR=start
   wait_for started
   case $? in
     1) finished_on_its_own; continue ;;
@@ -198,7 +201,8 @@ while ((kills < KILLS && DONE == 0)); do
     ((aim_save)) && VICTIM=$WRITER
     if [[ -z $WRITER || -z $VICTIM ]] || ((WRITER <= 0 || VICTIM <= 0)); then
       wait "$PID" 2>/dev/null
-      PID="" DONE=1  # the job ended before its ranks could be found: it finished
+      # The job ended before its ranks could be found: it finished.
+      PID="" DONE=1 DONE_HOW="launch $launch_no: its ranks were not found (writer '$WRITER', victim '$VICTIM'); it ran to the end"
       continue
     fi
   fi
@@ -207,6 +211,7 @@ while ((kills < KILLS && DONE == 0)); do
     aimed_at_save=$((aimed_at_save + 1))
     rand 2
     if ((R)); then TARGET=train_state.safetensors; else TARGET=model.safetensors; fi
+    WAITING_FOR="write $TARGET"
     wait_for saving
     case $? in
       1) finished_on_its_own; continue ;;
@@ -232,7 +237,10 @@ while ((kills < KILLS && DONE == 0)); do
     # It ended on its own just before the kill.
     PID=""
     ((rc != 0 && RANKS > 1)) && ompi_exit_race "$LOG" && rc=0
-    ((rc == 0)) && { DONE=1; continue; }
+    ((rc == 0)) && {
+      DONE=1 DONE_HOW="launch $launch_no ended on its own just before its kill"
+      continue
+    }
     fail "launch $launch_no exited with status $rc: $(tail -n 1 "$LOG")"
     show_log_tail
     continue
@@ -262,7 +270,7 @@ if ((DONE == 0)) && ((FAILURES == 0)); then
   launch "$launch_no" 0
   finished_on_its_own
 fi
-((kills == KILLS)) || fail "the run finished after $kills of $KILLS kills; pass a larger --updates"
+((kills == KILLS)) || fail "the run finished after $kills of $KILLS kills (${DONE_HOW:-?}); pass a larger --updates"
 ((2 * kills_in_save >= kills)) ||
   fail "only $kills_in_save of $kills kills landed during a checkpoint write; raise --delay-ms"
 ((resumes_ok == resumes)) || fail "$((resumes - resumes_ok)) of $resumes resumes failed"
