@@ -15,12 +15,14 @@
 # that is removed at the end.
 # --sentences N (default 1000): the first N decodable lines of TEST_SET (default
 # data/multi30k/test_2016_flickr.en.gz).
-# Environment: REPS (default 3) timed passes per row, WARMUP (default 64) sentences decoded
-# untimed first, THREADS (default "1 2"), BEAMS (default "1 4"), MINI_BATCH (default 32),
-# PEER=0 (qkv only), MIN_AGREEMENT (default 99): exit status 1 when a greedy row's outputs
-# agree on fewer lines (percent), the issue's acceptance.
+# Environment: REPS (default 3) timed passes per process, ROUNDS (default 3) qkv-then-torch
+# process pairs per row, WARMUP (default 64) sentences decoded untimed first, THREADS
+# (default "1 2"), BEAMS (default "1 4"), MINI_BATCH (default 32), PEER=0 (qkv only),
+# MIN_AGREEMENT (default 99): exit status 1 when a greedy row's outputs agree on fewer
+# lines (percent), the issue's acceptance.
 # Each row runs qkv then torch, each in its own process (the model loaded outside the
-# timing), so a pair is measured within a minute or two.
+# timing), ROUNDS times; its qkv/torch is the median of the rounds' ratios, each of two
+# processes measured within a minute of each other (the VM's speed drifts between them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build/release model="" sentences=1000
@@ -28,7 +30,7 @@ while [[ $# -gt 0 ]]; do
   case $1 in
     --model) model=${2:?--model: missing DIR}; shift 2 ;;
     --sentences) sentences=${2:?--sentences: missing N}; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "run_decode.sh: unknown flag $1 (see --help)" >&2; exit 2 ;;
     *) build=$1; shift ;;
   esac
@@ -36,7 +38,8 @@ done
 [[ $sentences =~ ^[1-9][0-9]*$ ]] || { echo "run_decode.sh: --sentences '$sentences' is not a positive integer" >&2; exit 2; }
 exe="$build/bench/qkv_bench_decode"
 [[ -x "$exe" ]] || { echo "no $exe: build the qkv_bench_decode target first" >&2; exit 1; }
-reps=${REPS:-3} warmup=${WARMUP:-64} threads=${THREADS:-1 2} beams=${BEAMS:-1 4}
+reps=${REPS:-3} rounds=${ROUNDS:-3} warmup=${WARMUP:-64} threads=${THREADS:-1 2} beams=${BEAMS:-1 4}
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "run_decode.sh: ROUNDS='$rounds' is not a positive integer" >&2; exit 2; }
 mini_batch=${MINI_BATCH:-32} test_set=${TEST_SET:-data/multi30k/test_2016_flickr.en.gz}
 py=/usr/bin/python3
 [[ -x $py ]] || py=python3
@@ -72,27 +75,33 @@ flags=(--model "$model" --ids "$tmp/ids.txt" --reps "$reps" --warmup "$warmup" -
 cpu0=$(grep '^cpu ' /proc/stat)
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 start=$SECONDS
+# Each row alternates the two sides ROUNDS times (qkv, torch, qkv, torch, ...): this VM's
+# speed drifts by 20-40 % over minutes, so a ratio is taken only between a qkv process and
+# the torch process right after it, and the row reports the median of those ratios.
 for t in $threads; do
   for k in $beams; do
-    echo "== qkv beam $k, $t thread(s)" >&2
-    "$exe" "${flags[@]}" --beam "$k" --threads "$t" --out "$tmp/qkv.b$k.t$t.txt" |
-      tee -a "$tmp/qkv.jsonl" >&2
-    if [[ $peer != 0 ]]; then
-      echo "== torch beam $k, $t thread(s)" >&2
-      /usr/bin/python3 bench/peer_torch_decode.py "${flags[@]}" --beam "$k" --threads "$t" \
-        --out "$tmp/torch.b$k.t$t.txt" | tee -a "$tmp/torch.jsonl" | cut -c1-200 >&2
-    fi
+    for ((r = 1; r <= rounds; ++r)); do
+      echo "== qkv beam $k, $t thread(s), round $r of $rounds" >&2
+      "$exe" "${flags[@]}" --beam "$k" --threads "$t" --out "$tmp/qkv.b$k.t$t.r$r.txt" |
+        sed "s/^{/{\"round\": $r, /" | tee -a "$tmp/qkv.jsonl" >&2
+      if [[ $peer != 0 ]]; then
+        echo "== torch beam $k, $t thread(s), round $r of $rounds" >&2
+        /usr/bin/python3 bench/peer_torch_decode.py "${flags[@]}" --beam "$k" --threads "$t" \
+          --out "$tmp/torch.b$k.t$t.r$r.txt" | sed "s/^{/{\"round\": $r, /" |
+          tee -a "$tmp/torch.jsonl" | cut -c1-200 >&2
+      fi
+    done
   done
 done
 cpu1=$(grep '^cpu ' /proc/stat)
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 
 $py - "$tmp" "$model" "$test_set" "$reps" "$warmup" "$((SECONDS - start))" "$load0" "$load1" \
-  "$cpu0" "$cpu1" "${MIN_AGREEMENT:-99}" <<'PY'
-import json, os, statistics, sys
+  "$cpu0" "$cpu1" "${MIN_AGREEMENT:-99}" "$rounds" <<'PY'
+import collections, json, os, statistics, sys
 sys.path.insert(0, "bench")  # the scripts run from the repository root
 from run_context import omp_line, print_env_and_load
-tmp, model, test_set, reps, warmup, secs, load0, load1, cpu0, cpu1, min_agree = sys.argv[1:12]
+tmp, model, test_set, reps, warmup, secs, load0, load1, cpu0, cpu1, min_agree, rounds = sys.argv[1:13]
 
 def load(name):
     p = os.path.join(tmp, name)
@@ -101,8 +110,27 @@ def lines(name):
     p = os.path.join(tmp, name)
     return open(p).read().split("\n")[:-1] if os.path.exists(p) else None
 ctx = json.load(open(f"{tmp}/qkv_info.json"))
-qkv = {r["case"]: r for r in load("qkv.jsonl")}
-torch = {r["case"]: r for r in load("torch.jsonl")}
+def by_case(rows):  # case -> that row's runs, one per round, in round order
+    out = collections.defaultdict(list)
+    for r in sorted(rows, key=lambda r: r["round"]): out[r["case"]].append(r)
+    return out
+qkv_runs, torch_runs = by_case(load("qkv.jsonl")), by_case(load("torch.jsonl"))
+def pooled(runs):
+    """One row's rounds as one record: sent/s and tok/s the medians over the rounds, the
+    passes of every round pooled for the spread; the first error if a run failed."""
+    if not runs: return None
+    bad = next((r for r in runs if "sentences_per_s" not in r), None)
+    if bad: return bad
+    out = dict(runs[0])
+    for key in ("sentences_per_s", "tokens_per_s"):
+        out[key] = statistics.median(r[key] for r in runs)
+    out["seconds"] = [s for r in runs for s in r["seconds"]]
+    out["peak_rss_kb"] = max(r.get("peak_rss_kb", 0) for r in runs)
+    if all("search_s" in r for r in runs):
+        out["search_s"] = statistics.median(r["search_s"] for r in runs)
+    return out
+qkv = {case: pooled(runs) for case, runs in qkv_runs.items()}
+torch = {case: pooled(runs) for case, runs in torch_runs.items()}
 tctx = next((r["context"] for r in torch.values() if "context" in r), {})  # every row has it
 
 print(f"cpu: {ctx['cpu_model']}, {ctx['num_cpus']} CPUs; {ctx['cpu_features']}")
@@ -133,7 +161,8 @@ print(f"input: the first {len(ids)} decodable lines of {test_set}, "
       f"{sum(len(l.split()) for l in ids)} source tokens (+ EOS each); batches of "
       f"{next(iter(qkv.values()), {}).get('mini_batch', '?')} sentences sorted by length")
 print_env_and_load(f"{min(int(warmup), len(ids))} sentences untimed, then {reps} timed passes "
-                   "over all, medians",
+                   f"over all, medians; each row {rounds} round(s) of one qkv then one torch "
+                   "process",
                    secs, load0, load1, cpu0, cpu1)
 
 def spread(r):  # (max - min) / median of the passes' seconds, a noise figure
@@ -145,17 +174,22 @@ def cols(r, w):
     return f"{r['sentences_per_s']:{w}.1f} {r['tokens_per_s']:8.0f} {spread(r):>6}"
 
 hdr = (f"{'search':<7}{'thr':>3} | {'qkv sent/s':>10} {'tok/s':>8} {'spread':>6} | "
-       f"{'torch sent/s':>12} {'tok/s':>8} {'spread':>6} {'search':>6} | {'qkv/torch':>9} | "
-       f"{'identical':>9}")
+       f"{'torch sent/s':>12} {'tok/s':>8} {'spread':>6} {'search':>6} | {'qkv/torch':>9} "
+       f"{'rounds':>11} | {'identical':>9}")
 print("\n" + hdr + "\n" + "-" * len(hdr))
 failed = []
 agree_of = {}
 for name, r in qkv.items():
     beam, thr = name[len("beam"):].split(":thr=")
     p = torch.get(name)
-    ratio = (f"{r['sentences_per_s'] / p['sentences_per_s']:9.2f}"
-             if p and "sentences_per_s" in p and "sentences_per_s" in r else f"{'-':>9}")
-    a, b = lines(f"qkv.b{beam}.t{thr}.txt"), lines(f"torch.b{beam}.t{thr}.txt")
+    # Each round's ratio is of two processes run one after the other; the row's is their
+    # median, and "rounds" their range.
+    pairs = [q["sentences_per_s"] / t["sentences_per_s"]
+             for q, t in zip(qkv_runs[name], torch_runs.get(name, []))
+             if "sentences_per_s" in q and "sentences_per_s" in t]
+    ratio = f"{statistics.median(pairs):9.2f}" if pairs else f"{'-':>9}"
+    span = f"{min(pairs):.2f}-{max(pairs):.2f}" if len(pairs) > 1 else "-"
+    a, b = lines(f"qkv.b{beam}.t{thr}.r1.txt"), lines(f"torch.b{beam}.t{thr}.r1.txt")
     agree = "-"
     if a is not None and b is not None and len(a) == len(b) and a:
         same = sum(x == y for x, y in zip(a, b))
@@ -166,7 +200,8 @@ for name, r in qkv.items():
     share = (f"{100 * p['search_s'] / statistics.median(p['seconds']):5.0f}%"
              if p and "search_s" in p else f"{'-':>6}")
     label = "greedy" if beam == "1" else f"beam {beam}"
-    print(f"{label:<7}{thr:>3} | {cols(r, 10)} | {cols(p, 12)} {share} | {ratio} | {agree:>9}")
+    print(f"{label:<7}{thr:>3} | {cols(r, 10)} | {cols(p, 12)} {share} | {ratio} {span:>11} | "
+          f"{agree:>9}")
     for err in (r.get("error"), (p or {}).get("error")):
         if err: print(f"  error: {err}")
 def peak(r):
@@ -175,13 +210,21 @@ print("peak RSS of each run's whole process, MiB, qkv | torch (torch's includes 
       "; ".join(f"{name} {peak(r)} | {peak(torch.get(name))}" for name, r in qkv.items()))
 print("""
 sent/s, tok/s: sentences and output tokens (EOS not counted; each side its own outputs)
-per second of wall time for the whole input, median over the passes; spread: (max - min)
-/ median of the passes. torch search: the share of its time outside the model (the
-Python search loop). qkv/torch = qkv sent/s / torch sent/s (> 1: qkv faster).
-identical: lines on which qkv's and torch's output ids are the same.""")
+per second of wall time for the whole input, median over a process's passes, then over the
+rounds; spread: (max - min) / median of every pass of the row. torch search: the share of
+its time outside the model (the Python search loop). qkv/torch: the median over the rounds
+of qkv sent/s / torch sent/s, each round's two processes run one after the other (> 1:
+qkv faster); rounds: the lowest and highest of those ratios. identical: lines on which
+qkv's and torch's output ids are the same (round 1's outputs).""")
 # qkv's outputs must not depend on the thread count (bitwise identical results).
+for name in qkv:  # and not on the round
+    beam, thr = name[len("beam"):].split(":thr=")
+    outs = [lines(f"qkv.b{beam}.t{thr}.r{r}.txt") for r in range(1, int(rounds) + 1)]
+    if any(o is not None for o in outs) and len({tuple(o or ()) for o in outs}) > 1:
+        print(f"qkv {name}: outputs DIFFER between rounds")
+        failed.append(f"qkv {name} outputs differ between rounds")
 for k in sorted({n.split(":")[0] for n in qkv}):
-    outs = {n: lines(f"qkv.b{k[4:]}.t{n.split('=')[1]}.txt") for n in qkv if n.startswith(k + ":")}
+    outs = {n: lines(f"qkv.b{k[4:]}.t{n.split('=')[1]}.r1.txt") for n in qkv if n.startswith(k + ":")}
     if len(outs) > 1:
         same = len({tuple(v) for v in outs.values()}) == 1
         print(f"qkv {k}: outputs {'identical' if same else 'DIFFER'} across thread counts "
