@@ -59,7 +59,7 @@ if [[ ! -f $model/model.safetensors && ! -f $model ]]; then
   qkv="$build/tools/qkv/qkv"
   [[ -x $qkv ]] || { echo "no model in $model and no $qkv to train one: build the qkv_tool target" >&2; exit 1; }
   d=data/multi30k
-  echo "== training a Transformer (qkv train's defaults) into $model for ${TRAIN_TIME:-5m}" >&2
+  echo "== training a model (qkv train's defaults${TRAIN_FLAGS:+, then $TRAIN_FLAGS}) into $model for ${TRAIN_TIME:-5m}" >&2
   # Small batches and a short warm-up: the minutes buy a few hundred updates instead of
   # under a hundred, so the model ends most outputs with EOS instead of repeating words
   # up to the length limit.
