@@ -4,7 +4,6 @@
 #include "detail/common.h"
 #include "detail/rnn_layers.h"
 #include "qkv/autograd/functions.h"
-#include "qkv/ops/softmax.h"
 
 namespace qkv::models {
 namespace {
@@ -119,7 +118,7 @@ StepOutput RnnSeq2Seq::step(const Tensor& prev_ids, DecoderState& state, bool wa
   const detail::RnnStepResult r =
       layers_->step(layers_->embed_target(prev_ids), vars, memory, want_attention);
   StepOutput out;
-  out.log_probs = ops::log_softmax(layers_->logits(r.readout).value());
+  out.log_probs = detail::step_log_probs(layers_->logits(r.readout));
   if (want_attention && r.weights.defined()) {
     const Tensor& w = r.weights.value();  // [B, 1, Ts]
     out.attention = w.reshape({w.dim(0), w.dim(2)});

@@ -7,7 +7,6 @@
 #include "qkv/base/thread_pool.h"
 #include "qkv/nn/positions.h"
 #include "qkv/ops/sequence.h"
-#include "qkv/ops/softmax.h"
 
 namespace qkv::models {
 namespace {
@@ -250,7 +249,7 @@ StepOutput Transformer::step(const Tensor& prev_ids, DecoderState& state, bool w
       layers_->step(prev_ids, s->t, s->caches, s->lengths, s->origins,
                     want_attention ? &weights : nullptr, which.every_layer ? -1 : layer);
   StepOutput out;
-  out.log_probs = ops::log_softmax(logits.value());
+  out.log_probs = detail::step_log_probs(logits);
   if (want_attention) {
     out.attention = pick_head(weights[size_t(layer)], which.head);
     if (which.every_layer) out.layer_attention = std::move(weights);

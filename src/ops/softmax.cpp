@@ -90,6 +90,17 @@ Tensor log_softmax(const TensorView& x, const SoftmaxMask& mask) {
   return y;
 }
 
+void log_softmax_in_place(Tensor& x) {
+  QKV_CHECK(x.defined(), ValueError, "log_softmax_in_place: x is undefined");
+  check_input("log_softmax_in_place", x.view());
+  QKV_CHECK(x.is_contiguous(), ShapeError, "log_softmax_in_place: ", describe(x.view()),
+            " is not contiguous (use log_softmax, which stages a copy)");
+  detail::visit_dtype(x.dtype(), [&]<class T>() {
+    // The kernel reads each column before it writes it.
+    kern::log_softmax_rows(x.data<T>(), x.data<T>(), x.shape().rows(), x.dim(-1), {});
+  });
+}
+
 Tensor log_softmax_backward(const TensorView& dy, const TensorView& y) {
   check_backward("log_softmax_backward", dy, y);
   const detail::ContiguousInput cdy(dy), cy(y);

@@ -4,6 +4,7 @@
 
 #include "qkv/autograd/functions.h"
 #include "qkv/nn/parameters.h"
+#include "qkv/ops/softmax.h"
 
 namespace qkv::models::detail {
 
@@ -94,6 +95,13 @@ autograd::Variable TokenTables::loss(const autograd::Variable& h, const Tensor& 
 
 autograd::Variable zeros(const Shape& shape, DType dtype) {
   return autograd::Variable(Tensor::zeros(shape, dtype));
+}
+
+Tensor step_log_probs(const autograd::Variable& logits) {
+  Tensor scores = logits.value();
+  if (!scores.is_contiguous()) return ops::log_softmax(scores);
+  ops::log_softmax_in_place(scores);
+  return scores;
 }
 
 }  // namespace qkv::models::detail

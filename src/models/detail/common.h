@@ -55,4 +55,9 @@ class TokenTables {
 // The dtype-matching constant zeros [shape].
 autograd::Variable zeros(const Shape& shape, DType dtype);
 
+// A decoding step's log-probabilities from its logits [B, V], written over the logits
+// when they are contiguous (they are the step's own product, read by nothing else): a
+// second [B, V] buffer written every step cost beam search ~1 % of its time.
+Tensor step_log_probs(const autograd::Variable& logits);
+
 }  // namespace qkv::models::detail

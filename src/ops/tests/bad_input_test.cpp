@@ -136,6 +136,16 @@ TEST(BadInput, SoftmaxAndLogSoftmax) {
         {"f64[3]", "f64[2, 4]"}));
     EXPECT_TRUE(throws_with<ValueError>([&] { run(f64({2, 4}), {{}, bias32}); }, {"mixed"}));
   }
+  {
+    Tensor empty = f64({2, 0}), scalar = f64({}), undefined;
+    Tensor strided = f64({4, 3}).transpose(0, 1);
+    EXPECT_TRUE(throws_with<ShapeError>([&] { ops::log_softmax_in_place(empty); }, {"empty"}));
+    EXPECT_TRUE(throws_with<ShapeError>([&] { ops::log_softmax_in_place(scalar); }, {"rank"}));
+    EXPECT_TRUE(
+        throws_with<ValueError>([&] { ops::log_softmax_in_place(undefined); }, {"undefined"}));
+    EXPECT_TRUE(
+        throws_with<ShapeError>([&] { ops::log_softmax_in_place(strided); }, {"not contiguous"}));
+  }
   EXPECT_TRUE(throws_with<ShapeError>(
       [] {
         ops::softmax_backward(f64({2, 3}), f64({3, 2}));

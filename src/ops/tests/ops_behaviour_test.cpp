@@ -1,4 +1,6 @@
 // Values and laws the ops promise beyond matching the kernels.
+#include <limits>
+
 #include "qkv/kernels/gemm.h"
 #include "qkv/ops/additive_scores.h"
 #include "qkv/ops/broadcast.h"
@@ -215,6 +217,26 @@ TEST(OpsBehaviour, FullyMaskedSoftmaxRowIsZeroNotNaN) {
   EXPECT_EQ(y[1], 0.0f);
   EXPECT_EQ(y[5], 0.0f);
   EXPECT_NEAR(y[3] + y[4], 1.0f, 1e-6);
+}
+
+// The decoders' step writes log-probabilities over its logits: the same bits as the
+// copying op, for both dtypes, a vocabulary-sized row (many vectors plus a tail) and a
+// -inf score (which must stay -inf).
+TEST(OpsBehaviour, LogSoftmaxInPlaceHasTheBitsOfLogSoftmax) {
+  for (const DType dtype : {DType::F32, DType::F64}) {
+    for (const Shape& shape : {Shape{3, 8001}, Shape{2, 2, 5}, Shape{7}}) {
+      Tensor x = random_tensor(shape, dtype, 11, 8.0);
+      if (dtype == DType::F32)
+        x.data<float>()[1] = -std::numeric_limits<float>::infinity();
+      else
+        x.data<double>()[1] = -std::numeric_limits<double>::infinity();
+      const Tensor expected = ops::log_softmax(x);
+      const void* storage = x.view().raw_data();
+      ops::log_softmax_in_place(x);
+      EXPECT_EQ(x.view().raw_data(), storage) << "wrote elsewhere";
+      EXPECT_TRUE(bitwise_equal(x, expected)) << describe(x.view());
+    }
+  }
 }
 
 TEST(OpsBehaviour, EmbeddingRepeatedIdsAccumulate) {

@@ -27,6 +27,11 @@ Tensor softmax_backward(const TensorView& dy, const TensorView& y);
 
 // x [..., C] (non-empty) -> [..., C] = x − log Σ_visible exp x.
 Tensor log_softmax(const TensorView& x, const SoftmaxMask& mask = {});
+// The same values written over x [..., C] (contiguous: ShapeError otherwise), for a
+// caller that needs the scores only as log-probabilities -- a decoder's step, whose
+// [rows, vocabulary] logits would otherwise be read once and a second buffer of that size
+// written (cold in cache) every step. Bitwise log_softmax(x).
+void log_softmax_in_place(Tensor& x);
 // y = log_softmax(x):  dx = dy − exp(y) · Σ_visible dy per row (0 where masked).
 Tensor log_softmax_backward(const TensorView& dy, const TensorView& y);
 
