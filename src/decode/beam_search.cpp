@@ -29,6 +29,7 @@ struct Node {
 struct Live {
   int32_t node = -1;  // last token's node (-1: nothing decoded yet)
   double log_prob = 0;
+  int32_t row = 0;  // its decoder-state row (the step's output row)
 };
 
 struct Finished {
@@ -42,7 +43,7 @@ struct Sentence {
   int64_t width = 0;  // beam_size minus the finished hypotheses
   std::vector<Node> nodes;
   std::vector<float> attention;  // [nodes with attention, source_length]
-  std::vector<Live> live;        // in the order of their decoder-state rows
+  std::vector<Live> live;        // best first (the search's order; rows: Live::row)
   std::vector<Finished> finished;
 };
 
@@ -60,26 +61,27 @@ bool better(const Candidate& a, const Candidate& b) {
   return a.token < b.token;
 }
 
-// What one step contributes for one sentence: lp [rows, V] and attention [rows, Ts]
-// (nullptr when not kept) are its rows of the step's output, proposals its rows' top-k ids.
+// What one step gives every sentence: lp [rows, V] and attention [rows, Ts] (nullptr
+// when not kept) are the step's output, proposals each row's top-k ids; a live
+// hypothesis's row is its Live::row.
 struct StepRows {
   const float* log_probs = nullptr;
   int64_t vocab = 0;
-  const std::vector<int32_t>* proposals = nullptr;
+  const std::vector<std::vector<int32_t>>* proposals = nullptr;
   const float* attention = nullptr;
   int64_t attention_stride = 0;
 };
 
-// Advances sentence `s` by one step: keeps its `width` best continuations, finishes the
-// EOS ones (and all of them at the length limit). Appends the state row (local index into
-// the old live list) of each new live hypothesis to `parents`.
-void expand(Sentence& s, const StepRows& in, int64_t step, int32_t eos_id,
-            std::vector<int32_t>& parents) {
+// Advances sentence `s` by one step: keeps its `width` best continuations and finishes
+// the EOS ones (and all of them at the length limit). The new live hypotheses' `row` is
+// their parent's row in the step's output until place() gives them their own.
+void expand(Sentence& s, const StepRows& in, int64_t step, int32_t eos_id) {
   const int64_t k = s.width;
   std::vector<Candidate> candidates;
   for (size_t r = 0; r < s.live.size(); ++r) {
-    const float* lp = in.log_probs + int64_t(r) * in.vocab;
-    for (const int32_t id : in.proposals[r])
+    const int32_t row = s.live[r].row;
+    const float* lp = in.log_probs + int64_t(row) * in.vocab;
+    for (const int32_t id : (*in.proposals)[size_t(row)])
       candidates.push_back({s.live[r].log_prob + double(lp[id]), int32_t(r), id});
   }
   const auto keep = std::min<size_t>(size_t(k), candidates.size());
@@ -88,12 +90,13 @@ void expand(Sentence& s, const StepRows& in, int64_t step, int32_t eos_id,
   std::vector<Live> next;
   for (size_t i = 0; i < keep; ++i) {
     const Candidate& c = candidates[i];
-    Node node{c.token, s.live[size_t(c.row)].node,
-              in.log_probs[int64_t(c.row) * in.vocab + c.token], -1};
+    const int32_t row = s.live[size_t(c.row)].row;
+    Node node{c.token, s.live[size_t(c.row)].node, in.log_probs[int64_t(row) * in.vocab + c.token],
+              -1};
     if (in.attention != nullptr) {
       node.attention = int64_t(s.attention.size());
-      const float* row = in.attention + int64_t(c.row) * in.attention_stride;
-      s.attention.insert(s.attention.end(), row, row + s.source_length);
+      const float* weights = in.attention + int64_t(row) * in.attention_stride;
+      s.attention.insert(s.attention.end(), weights, weights + s.source_length);
     }
     s.nodes.push_back(node);
     const auto id = int32_t(s.nodes.size() - 1);
@@ -101,16 +104,42 @@ void expand(Sentence& s, const StepRows& in, int64_t step, int32_t eos_id,
       s.finished.push_back({id, true});
       --s.width;
     } else {
-      next.push_back({id, c.log_prob});
-      parents.push_back(c.row);
+      next.push_back({id, c.log_prob, row});
     }
   }
   if (step + 1 >= s.limit) {  // the length limit: what is still live ends here
     for (const Live& l : next) s.finished.push_back({l.node, false});
-    parents.resize(parents.size() - next.size());
     next.clear();
   }
   s.live = std::move(next);
+}
+
+// Gives every live hypothesis its row in the next step's state of `rows` rows (rows
+// need not follow sentences or ranks: each row is decoded on its own): its parent's
+// row when that is below `rows` and no earlier hypothesis (by sentence, then rank) took
+// it, else the lowest free one. Beam search mostly continues a parent with one child,
+// and sentences that finish or narrow leave their rows to others, so most rows stay
+// where their self-attention caches already hold them and the state's reorder copies
+// only the rest (ranks and sentence blocks had moved most rows every step). Returns, per
+// new row, the old row it continues.
+std::vector<int64_t> place(std::vector<Sentence>& sentences, int64_t rows) {
+  std::vector<int64_t> parent_of(size_t(rows), -1);
+  std::vector<Live*> unplaced;
+  for (Sentence& s : sentences) {
+    for (Live& l : s.live) {
+      if (l.row < rows && parent_of[size_t(l.row)] < 0)
+        parent_of[size_t(l.row)] = l.row;
+      else
+        unplaced.push_back(&l);
+    }
+  }
+  int32_t free_row = 0;
+  for (Live* l : unplaced) {
+    while (parent_of[size_t(free_row)] >= 0) ++free_row;
+    parent_of[size_t(free_row)] = l->row;
+    l->row = free_row;
+  }
+  return parent_of;
 }
 
 // Reads a finished hypothesis back from its last node and scores it.
@@ -220,7 +249,7 @@ std::vector<std::vector<Hypothesis>> beam_search(models::Seq2Seq& model, const T
     s.source_length = src_lengths[b];
     s.limit = max_target_length(options, s.source_length, config);
     s.width = options.beam_size;
-    s.live.push_back({});
+    s.live.push_back({.row = int32_t(b)});  // the state's row b: source sentence b
   }
   const bool want_attention = options.keep_attention || options.coverage_penalty > 0;
   std::vector<float> prev(sentences.size(), static_cast<float>(config.bos_id));
@@ -233,30 +262,28 @@ std::vector<std::vector<Hypothesis>> beam_search(models::Seq2Seq& model, const T
     const Tensor attention =
         want_attention && out.attention.defined() ? detail::as_f32(out.attention) : Tensor();
     // Each live row proposes its sentence's width best tokens.
-    widths.clear();
-    for (const Sentence& s : sentences) widths.insert(widths.end(), s.live.size(), s.width);
+    widths.assign(prev.size(), 0);
+    for (const Sentence& s : sentences)
+      for (const Live& l : s.live) widths[size_t(l.row)] = s.width;
     detail::top_k_rows(lp.data<float>(), lp.dim(1), widths, proposals);
-    std::vector<int64_t> rows;  // the old state row of each new live hypothesis
-    std::vector<float> next_prev;
-    int64_t row0 = 0;
+    StepRows in{lp.data<float>(), lp.dim(1), &proposals};
+    if (attention.defined()) {
+      in.attention = attention.data<float>();
+      in.attention_stride = attention.dim(1);
+    }
+    int64_t live = 0;
     for (Sentence& s : sentences) {
       if (s.live.empty()) continue;
-      const int64_t n = int64_t(s.live.size());
-      StepRows in{lp.data<float>() + row0 * lp.dim(1), lp.dim(1), &proposals[size_t(row0)]};
-      if (attention.defined()) {
-        in.attention = attention.data<float>() + row0 * attention.dim(1);
-        in.attention_stride = attention.dim(1);
-      }
-      std::vector<int32_t> parents;
-      expand(s, in, step, eos, parents);
-      for (size_t i = 0; i < parents.size(); ++i) {
-        rows.push_back(row0 + parents[i]);
-        next_prev.push_back(static_cast<float>(s.nodes[size_t(s.live[i].node)].token));
-      }
-      row0 += n;
+      expand(s, in, step, eos);
+      live += int64_t(s.live.size());
     }
-    if (rows.empty()) break;
-    bool identity = int64_t(rows.size()) == row0;
+    if (live == 0) break;
+    const std::vector<int64_t> rows = place(sentences, live);  // each new row's old row
+    std::vector<float> next_prev(rows.size());
+    for (const Sentence& s : sentences)
+      for (const Live& l : s.live)
+        next_prev[size_t(l.row)] = static_cast<float>(s.nodes[size_t(l.node)].token);
+    bool identity = rows.size() == prev.size();
     for (size_t i = 0; identity && i < rows.size(); ++i) identity = rows[i] == int64_t(i);
     if (!identity) state->reorder(rows);
     prev = std::move(next_prev);

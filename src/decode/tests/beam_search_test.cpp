@@ -20,23 +20,34 @@
 namespace qkv::decode {
 namespace {
 
-// log p(next | prev) from a fixed [V, V] table, whatever the source: the decoder state
-// is only the step count, and the row order (checked against the fed ids).
+// log p(next | prev) from a fixed [V, V] table, whatever the source, plus `second_order`
+// times the table's row of the id fed before prev: a state row remembers the ids it was
+// fed, as a decoder's caches do, so a search that fed a row another hypothesis's id, or
+// reordered the rows wrongly, scores its hypotheses differently from log_prob(). Counts
+// the rows each reorder moves (rows_moved).
 class MarkovModel final : public models::Seq2Seq {
  public:
-  explicit MarkovModel(std::vector<std::vector<double>> table) : table_(std::move(table)) {
+  explicit MarkovModel(std::vector<std::vector<double>> table, double second_order = 0)
+      : table_(std::move(table)), second_order_(second_order) {
     config_.vocab_size = int64_t(table_.size());
     config_.type = models::ModelType::Rnn;
     config_.attention = models::AttentionKind::None;
   }
 
   struct State final : models::DecoderState {
-    int64_t rows = 0, t = 0;
-    int64_t batch_size() const noexcept override { return rows; }
+    std::vector<std::vector<int32_t>> fed;  // per row: the ids fed so far
+    int64_t t = 0;
+    int64_t* rows_moved = nullptr;
+    int64_t batch_size() const noexcept override { return int64_t(fed.size()); }
     int64_t steps() const noexcept override { return t; }
     void reorder(std::span<const int64_t> indices) override {
-      for (const int64_t i : indices) EXPECT_LT(i, rows);
-      rows = int64_t(indices.size());
+      std::vector<std::vector<int32_t>> next;
+      for (size_t i = 0; i < indices.size(); ++i) {
+        EXPECT_LT(indices[i], batch_size());
+        next.push_back(fed.at(size_t(indices[i])));
+        *rows_moved += indices[i] != int64_t(i);
+      }
+      fed = std::move(next);
     }
   };
 
@@ -45,18 +56,23 @@ class MarkovModel final : public models::Seq2Seq {
   }
   std::unique_ptr<models::DecoderState> initial_state(const models::EncoderOutput& e) override {
     auto s = std::make_unique<State>();
-    s->rows = int64_t(e.lengths.size());
+    s->fed.resize(e.lengths.size());
+    s->rows_moved = &rows_moved;
     return s;
   }
   models::StepOutput step(const Tensor& prev_ids, models::DecoderState& base, bool,
                           const models::AttentionSelection&) override {
     auto& s = dynamic_cast<State&>(base);
-    EXPECT_EQ(prev_ids.dim(0), s.rows);
+    const int64_t rows = s.batch_size();
+    EXPECT_EQ(prev_ids.dim(0), rows);
     const auto v = int64_t(table_.size());
-    Tensor lp = Tensor::zeros({s.rows, v});
-    for (int64_t r = 0; r < s.rows; ++r) {
-      const auto prev = size_t(prev_ids.data<float>()[r]);
-      for (int64_t j = 0; j < v; ++j) lp.data<float>()[r * v + j] = float(table_[prev][size_t(j)]);
+    Tensor lp = Tensor::zeros({rows, v});
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<int32_t>& fed = s.fed[size_t(r)];
+      const auto prev = int32_t(prev_ids.data<float>()[r]);
+      const int32_t before = fed.empty() ? int32_t(config_.bos_id) : fed.back();
+      fed.push_back(prev);
+      for (int64_t j = 0; j < v; ++j) lp.data<float>()[r * v + j] = log_p(before, prev, j);
     }
     ++s.t;
     return {lp, Tensor()};
@@ -75,17 +91,26 @@ class MarkovModel final : public models::Seq2Seq {
   // log p of `tokens` (+ EOS when `eos`), as the table says.
   double log_prob(const std::vector<int32_t>& tokens, bool eos) const {
     double sum = 0;
-    size_t prev = size_t(config_.bos_id);
+    auto before = int32_t(config_.bos_id), prev = before;
     for (const int32_t t : tokens) {
-      sum += double(float(table_[prev][size_t(t)]));
-      prev = size_t(t);
+      sum += double(log_p(before, prev, t));
+      before = prev;
+      prev = t;
     }
-    if (eos) sum += double(float(table_[prev][size_t(config_.eos_id)]));
+    if (eos) sum += double(log_p(before, prev, config_.eos_id));
     return sum;
   }
 
+  int64_t rows_moved = 0;  // by every search's reorders so far
+
  private:
+  float log_p(int32_t before, int32_t prev, int64_t next) const {
+    return float(table_[size_t(prev)][size_t(next)] +
+                 second_order_ * table_[size_t(before)][size_t(next)]);
+  }
+
   std::vector<std::vector<double>> table_;
+  double second_order_ = 0;
   models::ModelConfig config_;
   nn::ParameterStore store_;
 };
@@ -142,7 +167,9 @@ Tensor one_source() {
 TEST(BeamSearch, AWideEnoughBeamIsExhaustiveSearch) {
   for (const uint64_t seed : {1u, 2u, 3u}) {
     for (const double alpha : {0.0, 0.6, 1.0}) {
-      MarkovModel model(random_table(seed));
+      // second order: a row's scores depend on the ids fed to it before, which only the
+      // right reorders keep with it.
+      MarkovModel model(random_table(seed), seed == 3 ? 0.0 : 0.5);
       const int64_t limit = 3;
       // 5 non-EOS ids: at most 5 + 25 + 125 live hypotheses, all kept.
       const BeamSearchOptions o{.beam_size = 400,
@@ -183,6 +210,34 @@ TEST(BeamSearch, AWiderBeamFindsWhatGreedyMisses) {
   EXPECT_TRUE(h.finished);
   EXPECT_NEAR(h.log_prob, std::log(0.4) + std::log(0.9), 1e-6);
   ASSERT_EQ(h.token_log_probs.size(), 2u);
+}
+
+// A hypothesis that continues its parent decodes in its parent's state row, whatever its
+// rank: rows whose hypotheses only change rank are not copied (a Transformer's reorder
+// copies each moved row's self-attention keys and values of every step so far).
+TEST(BeamSearch, AHypothesisContinuingItsParentKeepsItsRow) {
+  // BOS -> 4, 5, 6, 7 (.4, .3, .2, .1); then each id repeats itself, 4 with .05 and the
+  // others with .9, so after the first step the ranks become 5, 6, 7, 4 while every
+  // hypothesis has one child. Everything else (EOS included) is 1e-6.
+  const double lo = std::log(1e-6);
+  std::vector<std::vector<double>> t(8, std::vector<double>(8, lo));
+  t[2][4] = std::log(0.4), t[2][5] = std::log(0.3), t[2][6] = std::log(0.2),
+  t[2][7] = std::log(0.1);
+  t[4][4] = std::log(0.05), t[5][5] = t[6][6] = t[7][7] = std::log(0.9);
+  MarkovModel model(t, 0.25);
+  const std::vector<int64_t> lengths = {2};
+  const BeamSearchOptions o{
+      .beam_size = 4, .n_best = 4, .normalize = 0, .max_length_factor = 0, .max_length_extra = 5};
+  const auto got = beam_search(model, one_source(), lengths, o).at(0);
+  ASSERT_EQ(got.size(), 4u);
+  const std::vector<int32_t> want_first = {5, 6, 7, 4};
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].tokens, std::vector<int32_t>(5, want_first[i])) << "rank " << i;
+    EXPECT_FALSE(got[i].finished);
+    EXPECT_NEAR(got[i].log_prob, model.log_prob(got[i].tokens, false), 1e-9) << "rank " << i;
+  }
+  // Only the first step's expansion from one row to four moves rows (3 of them).
+  EXPECT_EQ(model.rows_moved, 3);
 }
 
 TEST(BeamSearch, RejectsBadOptions) {
