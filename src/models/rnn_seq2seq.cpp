@@ -3,6 +3,7 @@
 
 #include "detail/common.h"
 #include "detail/rnn_layers.h"
+#include "detail/source_rows.h"
 #include "qkv/autograd/functions.h"
 
 namespace qkv::models {
@@ -25,7 +26,9 @@ class RnnState final : public DecoderState {
  public:
   std::vector<Tensor> h, c;  // [B, H] per decoder layer (c: LSTM only)
   Tensor feed;               // [B, H] h̃_{t-1} with input feeding, else undefined
-  Tensor keys, values;       // see detail::RnnMemory; undefined without attention
+  // See detail::RnnMemory; undefined without attention. Per row, copied from the
+  // per-source tensors only when a row changes sentence.
+  detail::SourceRows keys, values;
   std::vector<int64_t> lengths;
   int64_t t = 0;
 
@@ -34,8 +37,9 @@ class RnnState final : public DecoderState {
   void reorder(std::span<const int64_t> indices) override {
     for (Tensor& x : h) x = detail::gather_rows(x, indices);
     for (Tensor& x : c) x = detail::gather_rows(x, indices);
-    for (Tensor* x : {&feed, &keys, &values})
-      if (x->defined()) *x = detail::gather_rows(*x, indices);
+    if (feed.defined()) feed = detail::gather_rows(feed, indices);
+    for (detail::SourceRows* x : {&keys, &values})
+      if (x->defined()) x->reorder(indices);
     lengths = detail::gather_rows(lengths, indices);
   }
 };
@@ -94,8 +98,8 @@ std::unique_ptr<DecoderState> RnnSeq2Seq::initial_state(const EncoderOutput& enc
   state->c = values(s.c);
   if (s.feed.defined()) state->feed = s.feed.value();
   if (m.keys.defined()) {
-    state->keys = m.keys.value();
-    state->values = m.values.value();
+    state->keys = detail::SourceRows(m.keys.value());
+    state->values = detail::SourceRows(m.values.value());
   }
   state->lengths = encoded.lengths;
   return state;
@@ -112,8 +116,8 @@ StepOutput RnnSeq2Seq::step(const Tensor& prev_ids, DecoderState& state, bool wa
   const autograd::NoGradGuard no_grad;
   const detail::RnnDecoderVars vars{constants(s->h), constants(s->c),
                                     s->feed.defined() ? Variable(s->feed) : Variable()};
-  const detail::RnnMemory memory{s->keys.defined() ? Variable(s->keys) : Variable(),
-                                 s->values.defined() ? Variable(s->values) : Variable(),
+  const detail::RnnMemory memory{s->keys.defined() ? Variable(s->keys.rows()) : Variable(),
+                                 s->values.defined() ? Variable(s->values.rows()) : Variable(),
                                  s->lengths};
   const detail::RnnStepResult r =
       layers_->step(layers_->embed_target(prev_ids), vars, memory, want_attention);
