@@ -79,6 +79,14 @@ constexpr int64_t kMC = 48;
 constexpr int64_t kNC = 1024;
 // A's rows copied kc + kPad floats apart: never 4 KiB apart (L1 set conflicts).
 constexpr int64_t kPad = 16;
+// A block of at most this many rows reads a stored-(k, n) B in place instead of packing
+// it: each element of B is then used by so few rows that the packing pass (a read and a
+// write of the slice) cost about as much as the product. Decoding's per-row products
+// (an rnn's attention context, [1, Ts] × [Ts, 2H] for each of batch × beam rows) spent
+// 6 % of the Bahdanau GRU's beam 4 in PackB. The micro-kernel reads B's rows at any
+// stride and masks the last partial panel, so every element is the same FMA chain as
+// from the packed panels: the same bits.
+constexpr int64_t kDirectRows = 4;
 
 // Packs op(B)[p0 : p0+kc, j0 : j0+nc] into kNR-column panels:
 // dst[panel][p][j] = op(B)[p0 + p, j0 + panel·kNR + j], zero columns past nc.
@@ -145,9 +153,17 @@ void AddColumns(const float* HWY_RESTRICT x, int64_t rows, int64_t cols, bool fi
   }
 }
 
-// One kc-slice of the product for C's rows [i0, i0 + mc) and the nc columns packed in bp
+// Where RowBlock reads op(B)'s kc-slice for columns j0 on: panel jp (a multiple of kNR)
+// starts at b + jp·col_step and its rows lie ldb apart: packed (PackB) col_step = kc and
+// ldb = kNR; in place (stored (k, n)) col_step = 1 and ldb = B's own.
+struct BSlice {
+  const float* b = nullptr;
+  int64_t col_step = 0, ldb = 0;
+};
+
+// One kc-slice of the product for C's rows [i0, i0 + mc) and the nc columns of bs
 // (columns j0 on of C).
-void RowBlock(const GemmSpec& s, const float* a, const float* bp, float* c, int64_t i0, int64_t mc,
+void RowBlock(const GemmSpec& s, const float* a, const BSlice& bs, float* c, int64_t i0, int64_t mc,
               int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* a_row_sums) {
   // op(A)'s block copied dense as [kc, mc]: the micro-kernel's broadcasts of one k step
   // then lie in one or two cache lines, read in order. In place, A's rows lie lda apart:
@@ -170,13 +186,13 @@ void RowBlock(const GemmSpec& s, const float* a, const float* bp, float* c, int6
   t.a = apack;
   t.ars = ars;
   t.ats = ats;
-  t.ldb = kNR;
+  t.ldb = bs.ldb;
   t.ldc = s.ldc;
   t.alpha = static_cast<float>(s.alpha);
   t.accumulate = p0 > 0 || s.beta != 0.0;
   for (int64_t jp = 0; jp < nc; jp += kNR) {
     t.n = std::min(kNR, nc - jp);
-    t.b = bp + jp * kc;
+    t.b = bs.b + jp * bs.col_step;
     t.c = c + i0 * s.ldc + j0 + jp;
     TileProductRun(t);
   }
@@ -191,11 +207,24 @@ void SerialBlock(const GemmSpec& s, const float* a, const float* b, float* c, in
     const int64_t nc = std::min(kNC, j1 - jc);
     for (int64_t p0 = 0; p0 < s.k; p0 += kKC) {
       const int64_t kc = std::min(kKC, s.k - p0);
-      PackB(s, b, p0, kc, jc, nc, bpack);
       // A's rows are copied once per column block: their sums are taken in the first.
       float* sums = jc == 0 ? a_row_sums : nullptr;
+      if (!s.trans_b && i1 - i0 <= kDirectRows) {
+        // The whole panels in place; a partial last one packed (zero-padded), since a
+        // masked load may read a whole vector on some targets, past the end of B.
+        const int64_t whole = nc / kNR * kNR;
+        if (whole > 0)
+          RowBlock(s, a, {b + p0 * s.ldb + jc, 1, s.ldb}, c, i0, i1 - i0, p0, kc, jc, whole, sums);
+        if (whole < nc) {
+          PackB(s, b, p0, kc, jc + whole, nc - whole, bpack);
+          RowBlock(s, a, {bpack, kc, kNR}, c, i0, i1 - i0, p0, kc, jc + whole, nc - whole,
+                   whole > 0 ? nullptr : sums);
+        }
+        continue;
+      }
+      PackB(s, b, p0, kc, jc, nc, bpack);
       for (int64_t i = i0; i < i1; i += kMC)
-        RowBlock(s, a, bpack, c, i, std::min(kMC, i1 - i), p0, kc, jc, nc, sums);
+        RowBlock(s, a, {bpack, kc, kNR}, c, i, std::min(kMC, i1 - i), p0, kc, jc, nc, sums);
     }
   }
 }

@@ -242,6 +242,39 @@ TEST(GemmPortable, ParallelTilesMatchReference) {
   for_each_simd_target([](const SimdTarget&) { check_parallel_shapes(&gemm_portable); });
 }
 
+// A block of at most 4 rows reads a stored-(k, n) B in place (whole panels; a partial
+// last panel is packed): its rows must have the bits the packed path gives them, i.e.
+// those of the same rows inside a 16-row product (which packs). Both sides of kNC and
+// kKC, partial panels, beta 0 and 1, padded strides.
+TEST(GemmPortable, SmallRowBlocksReadBInPlaceWithThePackedBits) {
+  ThreadCountGuard guard;
+  set_num_threads(1);  // the 16-row product one block, so packed
+  for_each_simd_target([](const SimdTarget&) {
+    for (const int64_t m : {1, 2, 4, 5})
+      for (const int64_t n : {1, 7, 32, 45, 1030})
+        for (const int64_t k : {1, 9, 515})
+          for (const bool ta : {false, true})
+            for (const double beta : {0.0, 1.0}) {
+              const GemmSpec small = make_spec(m, n, k, ta, false, 3, 1.0, beta);
+              GemmSpec big = make_spec(16, n, k, ta, false, 3, 1.0, beta);
+              // op(A_big)'s first m rows are op(A)'s.
+              std::vector<float> a_big = random_floats(a_rows(big) * big.lda, seed_for(m, n, k));
+              std::vector<float> a(size_t(a_rows(small) * small.lda));
+              for (int64_t i = 0; i < m; ++i)
+                for (int64_t p = 0; p < k; ++p)
+                  a[size_t(ta ? p * small.lda + i : i * small.lda + p)] =
+                      a_big[size_t(ta ? p * big.lda + i : i * big.lda + p)];
+              const std::vector<float> b = random_floats(k * small.ldb, seed_for(n, k, m));
+              const std::vector<float> c0 = random_floats(16 * small.ldc, seed_for(k, m));
+              std::vector<float> c_small(c0.begin(), c0.begin() + m * small.ldc), c_big = c0;
+              gemm_portable(small, a.data(), b.data(), c_small.data());
+              gemm_portable(big, a_big.data(), b.data(), c_big.data());
+              c_big.resize(c_small.size());
+              EXPECT_TRUE(bitwise_equal(c_small, c_big)) << describe(small);
+            }
+  });
+}
+
 // Auto's rule (gemm.h): qkv's GEMM with AVX-512 or behind an OpenBLAS that missed the
 // CPU's AVX2, OpenBLAS otherwise.
 TEST(Gemm, AutoPicksPortableWithAvx512OrAWeakOpenBlasCore) {
