@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <numeric>
+#include <string>
 #include <utility>
 
 #include "detail/common.h"
@@ -9,10 +10,13 @@
 
 namespace qkv::models::detail {
 
-SourceRows::SourceRows(Tensor per_source)
-    : source_(per_source.contiguous()), rows_(source_), origin_(size_t(source_.dim(0))) {
-  QKV_CHECK(source_.rank() >= 1 && source_.dim(0) >= 1, ShapeError,
-            "SourceRows: ", describe(source_), " has no source rows");
+SourceRows::SourceRows(Tensor per_source) {
+  QKV_CHECK(per_source.defined() && per_source.rank() >= 1 && per_source.dim(0) >= 1, ShapeError,
+            "SourceRows: ", per_source.defined() ? describe(per_source) : std::string("undefined"),
+            " has no source rows");
+  source_ = per_source.contiguous();
+  rows_ = source_;
+  origin_.resize(size_t(source_.dim(0)));
   std::iota(origin_.begin(), origin_.end(), int64_t{0});
 }
 

@@ -71,6 +71,8 @@ TEST(SourceRows, RejectsBadIndicesAndKeepsItsRows) {
   EXPECT_THROW(rows.reorder(std::vector<int64_t>{}), ValueError);
   EXPECT_TRUE(bitwise_equal(rows.rows(), before));
   EXPECT_THROW(SourceRows(Tensor::empty({0, 3}, DType::F32)), ShapeError);
+  EXPECT_THROW(SourceRows(Tensor::empty({}, DType::F32)), ShapeError);
+  EXPECT_THROW(SourceRows{Tensor()}, ShapeError);
 }
 
 }  // namespace
