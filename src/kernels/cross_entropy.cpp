@@ -136,6 +136,8 @@ void BackwardImpl(const float* logits, const int32_t* targets, const float* lse,
         continue;
       }
       const double g = dloss[r];
+      // Read before the row is written: dlogits may be logits itself (header).
+      const double x_t = double(x[t]);
       const auto smooth = static_cast<float>(-g * eps / double(V));  // −g·ε/V
       const VF vg = hn::Set(d, static_cast<float>(g)), vl = hn::Set(d, lse[r]);
       const VF vs = hn::Set(d, smooth);
@@ -149,7 +151,7 @@ void BackwardImpl(const float* logits, const int32_t* targets, const float* lse,
                    dx + v);
       // The target's one-hot share, (p_t − q_t) = p_t − ε/V − (1 − ε), redone in double
       // so the cancellation when p_t ≈ 1 costs no extra rounding.
-      const double p_t = std::exp(double(x[t]) - double(lse[r]));
+      const double p_t = std::exp(x_t - double(lse[r]));
       dx[t] = static_cast<float>(g * (p_t - eps / double(V) - (1.0 - eps)));
     }
   });

@@ -55,8 +55,7 @@ struct Work {
   T* row_loss;                     // [rows], ignored rows stay 0
   T* chunk_loss;                   // [chunk]
   T* lse;                          // [chunk]
-  T* logits;                       // [chunk, V]
-  T* grad;                         // [chunk, V]
+  T* logits;                       // [chunk, V]; their gradient is written over them
   T* row_scale;                    // [chunk], 1 / counted
   T* bias_sum;                     // [V]
   T* h_rows;                       // [chunk, E]: a gathered chunk's hidden rows
@@ -78,22 +77,22 @@ void chunk_logits(const Work<T>& k, const T* h_c, int64_t n) {
   }
 }
 
-// From the chunk's gradient G [n, V]: dh_c = G W, dW (+)= Gᵀ h_c, db += Σ_rows G.
+// From the chunk's gradient G [n, V] (in k.logits): dh_c = G W, dW (+)= Gᵀ h_c, db += Σ_rows G.
 template <class T>
 void chunk_gradients(const Work<T>& k, const T* h_c, int64_t n, bool first, T* dh_c, T* dw, T* db) {
   const int64_t E = k.d.dim, V = k.d.vocab;
   kernels::GemmSpec s;
   s.m = n, s.n = E, s.k = V;
   s.lda = V, s.ldb = E, s.ldc = E;
-  kern::gemm(s, k.grad, k.w, dh_c);
+  kern::gemm(s, k.logits, k.w, dh_c);
   kernels::GemmSpec t;
   t.trans_a = true;
   t.m = V, t.n = E, t.k = n;
   t.lda = V, t.ldb = E, t.ldc = E;
   t.beta = first ? 0.0 : 1.0;  // the chunks add up in a fixed order
-  kern::gemm(t, k.grad, h_c, dw);
+  kern::gemm(t, k.logits, h_c, dw);
   if (!db) return;
-  kern::sum_cols(k.grad, k.bias_sum, n, V);
+  kern::sum_cols(k.logits, k.bias_sum, n, V);
   for (int64_t v = 0; v < V; ++v) db[v] += k.bias_sum[v];
 }
 
@@ -118,7 +117,8 @@ void run_chunks(const Work<T>& k, int64_t chunk, LinearCrossEntropyResult& r) {
     kern::cross_entropy_forward(k.logits, k.ids + c0, k.chunk_loss, k.lse, spec);
     for (int64_t i = 0; i < n; ++i) k.row_loss[rows[i]] = k.chunk_loss[i];
     if (!dh) continue;
-    kern::cross_entropy_backward(k.logits, k.ids + c0, k.lse, k.row_scale, k.grad, spec);
+    // G over the logits, which nothing reads again (cross_entropy.h: same bits).
+    kern::cross_entropy_backward(k.logits, k.ids + c0, k.lse, k.row_scale, k.logits, spec);
     T* dh_c = in_place ? dh + rows[0] * E : k.dh_rows;
     chunk_gradients(k, h_c, n, c0 == 0, dh_c, dw, db);
     if (!in_place)
@@ -129,8 +129,10 @@ void run_chunks(const Work<T>& k, int64_t chunk, LinearCrossEntropyResult& r) {
 }  // namespace
 
 int64_t linear_cross_entropy_chunk_rows(int64_t vocab) {
-  constexpr int64_t kChunkFloats = int64_t{1} << 21;
-  return std::max<int64_t>(1, kChunkFloats / std::max<int64_t>(1, vocab));
+  constexpr int64_t kChunkFloats = int64_t{1} << 22;
+  constexpr int64_t kRowMultiple = 256;
+  const int64_t rows = std::max<int64_t>(1, kChunkFloats / std::max<int64_t>(1, vocab));
+  return rows < kRowMultiple ? rows : rows / kRowMultiple * kRowMultiple;
 }
 
 LinearCrossEntropyResult linear_cross_entropy(const TensorView& hidden, const TensorView& weight,
@@ -168,7 +170,6 @@ LinearCrossEntropyResult linear_cross_entropy(const TensorView& hidden, const Te
   Tensor row_loss = Tensor::zeros({d.rows}, dt);
   Tensor chunk_loss = Tensor::empty({chunk}, dt), lse = Tensor::empty({chunk}, dt);
   Tensor logits = Tensor::empty({chunk, d.vocab}, dt);
-  Tensor grad = grads ? Tensor::empty({chunk, d.vocab}, dt) : Tensor();
   // d(loss)/d(loss_r) = 1 / counted for every counted row.
   const double per_row = r.counted_rows == 0 ? 0.0 : 1.0 / double(r.counted_rows);
   Tensor row_scale = Tensor::full({chunk}, per_row, dt);
@@ -191,7 +192,6 @@ LinearCrossEntropyResult linear_cross_entropy(const TensorView& hidden, const Te
                     chunk_loss.data<T>(),
                     lse.data<T>(),
                     logits.data<T>(),
-                    ptr(grad),
                     row_scale.data<T>(),
                     ptr(bias_sum),
                     ptr(h_rows),

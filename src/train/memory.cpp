@@ -59,12 +59,12 @@ double activation_bytes(const models::ModelConfig& config, const BatchShape& bat
                                ? transformer_activations(config, src, tgt)
                                : rnn_activations(config, src, tgt, double(batch.source_length));
   // The fused output projection + loss (ops/linear_cross_entropy.h): never the whole
-  // logits [B·Tt, V], but two chunk buffers [chunk, V] (logits and their gradient), and
-  // the gradients it forms in forward, dhidden [B·Tt, E] and dW [V, E].
+  // logits [B·Tt, V], but one chunk buffer [chunk, V] (the logits, then their gradient
+  // over them), and the gradients it forms in forward, dhidden [B·Tt, E] and dW [V, E].
   const double vocab = double(config.vocab_size), dim = double(config.dim_emb);
   const double chunk =
       std::min(tgt, double(ops::linear_cross_entropy_chunk_rows(config.vocab_size)));
-  const double loss_buffers = tgt > 0 ? 2 * chunk * vocab + tgt * dim + vocab * dim : 0.0;
+  const double loss_buffers = tgt > 0 ? chunk * vocab + tgt * dim + vocab * dim : 0.0;
   return 4 * (per_batch + loss_buffers);
 }
 

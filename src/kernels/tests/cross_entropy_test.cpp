@@ -144,6 +144,33 @@ TEST(CrossEntropy, LargeVocabularyAndThreadCountIndependence) {
   EXPECT_TRUE(bitwise_equal(out[0], out[1]));
 }
 
+// The gradient written over the logits (dlogits == logits) has the bits of the one
+// written beside them, on every target and in the reference: the target's share reads
+// its logit before the row is overwritten.
+TEST(CrossEntropy, BackwardInPlaceOverTheLogitsHasTheSameBits) {
+  for_each_simd_target([](const SimdTarget&) {
+    for (int64_t V : {int64_t{1}, int64_t{17}, int64_t{1023}}) {
+      SCOPED_TRACE(::testing::Message() << "vocab=" << V);
+      const Case c = make_case(7, V, 0.1, 30.0f, 4);
+      std::vector<float> loss(7), lse(7);
+      cross_entropy_forward(c.logits.data(), c.targets.data(), loss.data(), lse.data(), c.spec);
+      const std::vector<float> dloss = random_floats(7, seed_for(V, 5), 0.5f, 2.0f);
+      std::vector<float> beside(c.logits.size()), over = c.logits;
+      cross_entropy_backward(c.logits.data(), c.targets.data(), lse.data(), dloss.data(),
+                             beside.data(), c.spec);
+      cross_entropy_backward(over.data(), c.targets.data(), lse.data(), dloss.data(), over.data(),
+                             c.spec);
+      EXPECT_TRUE(bitwise_equal(over, beside));
+      std::vector<double> x(c.logits.begin(), c.logits.end()), l(lse.begin(), lse.end()),
+          g(dloss.begin(), dloss.end()), want(x.size());
+      ref::cross_entropy_backward(x.data(), c.targets.data(), l.data(), g.data(), want.data(),
+                                  c.spec);
+      ref::cross_entropy_backward(x.data(), c.targets.data(), l.data(), g.data(), x.data(), c.spec);
+      EXPECT_EQ(x, want);  // no NaN here: == is bitwise up to the sign of zero
+    }
+  });
+}
+
 // Logits of ±80 would overflow exp(80)·V in float without the max subtraction.
 TEST(CrossEntropy, HugeLogitsStayFinite) {
   for_each_simd_target([](const SimdTarget&) {

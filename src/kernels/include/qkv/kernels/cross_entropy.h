@@ -17,7 +17,9 @@ namespace qkv::kernels {
 // ops); writes loss (rows) and lse (rows, saved for backward).
 void cross_entropy_forward(const float* logits, const int32_t* targets, float* loss, float* lse,
                            const CrossEntropySpec& spec) noexcept;
-// dloss (rows): upstream gradient of each row's loss. Writes dlogits (rows, vocab).
+// dloss (rows): upstream gradient of each row's loss. Writes dlogits (rows, vocab),
+// which may be logits itself (the gradient over the logits, as linear_cross_entropy's
+// chunks do: one [rows, vocab] buffer instead of two), with the same bits.
 void cross_entropy_backward(const float* logits, const int32_t* targets, const float* lse,
                             const float* dloss, float* dlogits,
                             const CrossEntropySpec& spec) noexcept;

@@ -39,6 +39,7 @@ void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, T* 
   }
 }
 
+// dlogits may be logits (each element is read before it is written).
 template <class T>
 void cross_entropy_backward(const T* logits, const int32_t* targets, const T* lse, const T* dloss,
                             T* dlogits, const CrossEntropySpec& spec) noexcept {
