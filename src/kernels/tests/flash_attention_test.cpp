@@ -53,10 +53,14 @@ struct Result {
   Vec out, lse, dq, dk, dv;
 };
 
+// Every output starts as NaN: the kernels must write each element themselves (the
+// backward zeroes its gradients before adding into them; nothing may rely on the
+// caller's zeros), and NaN never passes a comparison.
 Result run_fused(const Problem& p) {
   const auto& s = p.spec;
-  Result r{Vec(s.bh * s.tq * s.dv), Vec(s.bh * s.tq), Vec(s.bh * s.tq * s.dh),
-           Vec(s.bh * s.tk * s.dh), Vec(s.bh * s.tk * s.dv)};
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Result r{Vec(s.bh * s.tq * s.dv, nan), Vec(s.bh * s.tq, nan), Vec(s.bh * s.tq * s.dh, nan),
+           Vec(s.bh * s.tk * s.dh, nan), Vec(s.bh * s.tk * s.dv, nan)};
   flash_attention_forward(s, p.q.data(), p.k.data(), p.v.data(), r.out.data(), r.lse.data());
   Vec delta(s.bh * s.tq);
   flash_attention_backward(s, p.q.data(), p.k.data(), p.v.data(), r.out.data(), r.lse.data(),
