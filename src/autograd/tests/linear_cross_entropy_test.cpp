@@ -1,7 +1,10 @@
 // The fused output projection + cross-entropy equals the composed path it replaces,
 // matmul (+ add_bias) then cross_entropy -- the oracle -- in loss and in every gradient,
 // for any chunk size, and is bitwise identical for 1 and 2 threads.
+#include "qkv/ops/linear_cross_entropy.h"
+
 #include <cmath>
+#include <string>
 
 #include "qkv/autograd/functions.h"
 #include "qkv/base/thread_pool.h"
@@ -74,9 +77,26 @@ TEST(LinearCrossEntropy, EqualsComposedInFloat64ForEveryChunkSize) {
 }
 
 TEST(LinearCrossEntropy, EqualsComposedInFloat32AtTrainingShapes) {
-  // Many chunks of the default size (V 3000: 699 rows a chunk), a ragged last one.
+  // Chunks of the default size (V 3000: 1,280 rows a chunk), a ragged last one.
   const Problem p = make_problem(1500, 64, 3000, DType::F32, true);
   expect_close(run(p, true, 0), run(p, false, 0), 2e-5);
+}
+
+// The default chunk fills at most 2^22 logits and is a multiple of 256 rows when it has
+// that many (dW's product over the chunk's rows then has no short last k-slice in
+// qkv's GEMM); a vocabulary too large for 256 rows gets what fits, at least one row.
+TEST(LinearCrossEntropy, DefaultChunkIsAMultipleOf256RowsWithinItsBudget) {
+  EXPECT_EQ(ops::linear_cross_entropy_chunk_rows(8000), 512);
+  EXPECT_EQ(ops::linear_cross_entropy_chunk_rows(3000), 1280);
+  for (const int64_t vocab : {1, 7, 160, 3000, 8000, 16384}) {
+    const int64_t rows = ops::linear_cross_entropy_chunk_rows(vocab);
+    SCOPED_TRACE("vocab " + std::to_string(vocab));
+    EXPECT_EQ(rows % 256, 0);
+    EXPECT_LE(rows * vocab, int64_t{1} << 22);
+    EXPECT_GT((rows + 256) * vocab, int64_t{1} << 22);  // the largest such multiple
+  }
+  EXPECT_EQ(ops::linear_cross_entropy_chunk_rows(32000), 131);  // under 256 rows: not rounded
+  EXPECT_EQ(ops::linear_cross_entropy_chunk_rows(int64_t{1} << 30), 1);
 }
 
 TEST(LinearCrossEntropy, UpstreamGradientScalesEveryGradient) {
