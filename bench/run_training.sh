@@ -19,7 +19,11 @@
 # OPENBLAS_CORETYPE is set), torch's own kernels at ATEN_CPU_CAPABILITY=avx2, and the
 # share of peak against the AVX2 FMA peak.
 # Groups alternate qkv / torch per (model, threads), so each pair is measured within a
-# minute or two of each other.
+# minute or two of each other; ROUNDS (default 1) repeats each pair that many times in a
+# row (qkv, torch, qkv, torch, ...): this VM's speed drifts 10-20 % between processes,
+# not equally for both sides, so one pair's ratio is one sample. With ROUNDS > 1 a row's
+# qkv/torch is the median of its rounds' ratios, "rounds" their range, and its tok/s and
+# ms/upd the medians over the rounds.
 # With qkv_bench_kernels in BUILD_DIR the FMA peak is measured first, and every model's
 # rows end as GFLOP/s and a share of it (bench/training_flops.py counts the products).
 set -euo pipefail
@@ -28,7 +32,8 @@ build=${1:-build/release}
 exe="$build/bench/qkv_bench_training"
 [[ -x "$exe" ]] || { echo "no $exe: build the qkv_bench_training target first" >&2; exit 1; }
 reps=${REPS:-5} reps1=${REPS1:-3} updates=${UPDATES:-1} warmup=${WARMUP:-1}
-threads=${THREADS:-2 1}
+threads=${THREADS:-2 1} rounds=${ROUNDS:-1}
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "run_training.sh: ROUNDS='$rounds' is not a positive integer" >&2; exit 2; }
 py=/usr/bin/python3
 [[ -x $py ]] || py=python3
 tmp=$(mktemp -d)
@@ -82,34 +87,63 @@ for model in transformer rnn-additive rnn-none; do
     c="$model:thr=$t"
     r=$reps
     [[ $t == 1 ]] && r=$reps1
-    echo "== qkv $c" >&2
-    "$exe" --batches "$tmp/batches.txt" --reps "$r" "${flags[@]}" "${simd[@]}" "$c" |
-      tee -a "$tmp/qkv.jsonl" |
-      cut -c1-140 >&2
-    if [[ $peer != 0 ]]; then
-      echo "== torch $c" >&2
-      /usr/bin/python3 bench/peer_torch_training.py --batches "$tmp/batches.txt" --reps "$r" \
-        "${flags[@]}" "$c" | tee -a "$tmp/torch.jsonl" | cut -c1-140 >&2
-    fi
+    for ((round = 1; round <= rounds; ++round)); do
+      echo "== qkv $c, round $round of $rounds" >&2
+      "$exe" --batches "$tmp/batches.txt" --reps "$r" "${flags[@]}" "${simd[@]}" "$c" |
+        tee -a "$tmp/qkv.jsonl" |
+        cut -c1-140 >&2
+      if [[ $peer != 0 ]]; then
+        echo "== torch $c, round $round of $rounds" >&2
+        /usr/bin/python3 bench/peer_torch_training.py --batches "$tmp/batches.txt" --reps "$r" \
+          "${flags[@]}" "$c" | tee -a "$tmp/torch.jsonl" | cut -c1-140 >&2
+      fi
+    done
   done
 done
 cpu1=$(grep '^cpu ' /proc/stat)
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 
 $py - "$tmp" "$reps/$reps1" "$updates" "$warmup" "$((SECONDS - start))" "$load0" "$load1" "$cpu0" \
-  "$cpu1" "${COLD_ALLOC:-0}" <<'PY'
+  "$cpu1" "${COLD_ALLOC:-0}" "$rounds" <<'PY'
 import json, os, statistics, sys
 sys.path.insert(0, "bench")  # the scripts run from the repository root
 from run_context import omp_line, percent_of, print_env_and_load
-tmp, reps, updates, warmup, secs, load0, load1, cpu0, cpu1, cold = sys.argv[1:11]
+tmp, reps, updates, warmup, secs, load0, load1, cpu0, cpu1, cold, rounds = sys.argv[1:12]
 
 def load(name):
     p = os.path.join(tmp, name)
     return [json.loads(l) for l in open(p) if l.strip()] if os.path.exists(p) else []
 ctx = json.load(open(f"{tmp}/qkv_info.json"))
 tctx = json.load(open(f"{tmp}/torch_info.json")) if os.path.exists(f"{tmp}/torch_info.json") else {}
-qkv = {r["case"]: r for r in load("qkv.jsonl")}
-torch = {r["case"]: r for r in load("torch.jsonl")}
+def by_case(records):
+    """{case: [its records, in round order]}, cases in first-seen order."""
+    out = {}
+    for r in records:
+        out.setdefault(r["case"], []).append(r)
+    return out
+
+def merged(records):
+    """One record for a row's rounds: the median round's record (by tok/s) with tok/s and
+    ms/upd the medians over the rounds and the windows of every round; an error record
+    when no round has a rate."""
+    ok = [x for x in records if "tokens_per_s" in x]
+    if not ok:
+        return records[0]
+    m = dict(sorted(ok, key=lambda x: x["tokens_per_s"])[(len(ok) - 1) // 2])
+    m["tokens_per_s"] = statistics.median(x["tokens_per_s"] for x in ok)
+    m["s_per_update"] = statistics.median(x["s_per_update"] for x in ok)
+    m["rates"] = [v for x in ok for v in x.get("rates", [])]
+    return m
+
+qkv_rounds, torch_rounds = by_case(load("qkv.jsonl")), by_case(load("torch.jsonl"))
+qkv = {c: merged(v) for c, v in qkv_rounds.items()}
+torch = {c: merged(v) for c, v in torch_rounds.items()}
+
+def round_ratios(case):
+    """qkv/torch of each round: round i's qkv process against round i's torch process."""
+    pairs = zip(qkv_rounds.get(case, []), torch_rounds.get(case, []))
+    return [a["tokens_per_s"] / b["tokens_per_s"] for a, b in pairs
+            if "tokens_per_s" in a and "tokens_per_s" in b]
 
 print(f"cpu: {ctx['cpu_model']}, {ctx['num_cpus']} CPUs; {ctx['cpu_features']}")
 print(f"qkv: simd target {ctx['qkv_simd_target']}; gemm backend {ctx['qkv_gemm_backend']}; "
@@ -138,7 +172,8 @@ print(f"batches: {batches[1]}; [B, Ts, Tt] = " + " ".join("[" + ", ".join(s) + "
       + ("(BUCKETED=1: pairs sorted by target, then source length, as qkv train batches)" if bucketed
          else "(no length bucketing)"))
 print_env_and_load(f"{warmup} warm-up update(s), then {reps.split('/')[0]} (2 threads) / "
-                   f"{reps.split('/')[1]} (1 thread) windows of {updates} update(s), medians",
+                   f"{reps.split('/')[1]} (1 thread) windows of {updates} update(s), medians; "
+                   f"each row {rounds} round(s) of one qkv then one torch process",
                    secs, load0, load1, cpu0, cpu1)
 
 def rate(r):
@@ -151,27 +186,31 @@ def spread(r):  # (max - min) / median of the windows, a noise figure
     return f"{100 * (max(v) - min(v)) / statistics.median(v):4.0f}%"
 
 hdr = (f"{'config':<13}{'thr':>3} | {'qkv tok/s':>10} {'ms/upd':>8} {'spread':>6} | "
-       f"{'torch tok/s':>11} {'ms/upd':>8} {'spread':>6} | {'qkv/torch':>9} | {'params qkv':>10} {'torch':>9}")
+       f"{'torch tok/s':>11} {'ms/upd':>8} {'spread':>6} | {'qkv/torch':>9} {'rounds':>11} | "
+       f"{'params qkv':>10} {'torch':>9}")
 print("\n" + hdr + "\n" + "-" * len(hdr))
 mismatch = []
 for name, r in qkv.items():
     model, thr = name.split(":thr=")
     p = torch.get(name)
-    ratio = (f"{r['tokens_per_s'] / p['tokens_per_s']:9.2f}"
-             if p and "tokens_per_s" in p and "tokens_per_s" in r else f"{'-':>9}")
+    ratios = round_ratios(name)
+    ratio = f"{statistics.median(ratios):9.2f}" if ratios else f"{'-':>9}"
+    span = f"{min(ratios):.2f}-{max(ratios):.2f}" if len(ratios) > 1 else "-"
     pq, pt = r.get("params"), (p or {}).get("params")
     if pq and pt and abs(pq - pt) > 0.01 * pq:
         mismatch.append(f"{name}: qkv {pq} vs torch {pt}")
     print(f"{model:<13}{thr:>3} | {rate(r)} {ms(r)} {spread(r):>6} | {rate(p):>11} {ms(p)} "
-          f"{spread(p):>6} | {ratio} | {pq or '-':>10} {pt or '-':>9}")
+          f"{spread(p):>6} | {ratio} {span:>11} | {pq or '-':>10} {pt or '-':>9}")
     for err in (r.get("error"), (p or {}).get("error")):
         if err: print(f"  error: {err}")
 print("""
 tok/s: real source + target tokens (padding not counted) per second of wall time, median
 over the windows; one update = forward (teacher forcing) + label-smoothed cross-entropy
 (0.1, pad ignored) + backward + Adam step + zero_grad, dropout 0.1. ms/upd: median wall
-time per update. spread: (max - min) / median over the windows. qkv/torch = qkv tok/s /
-torch tok/s (> 1: qkv faster). params: trainable parameters, tied tables counted once.""")
+time per update. spread: (max - min) / median over the windows (of every round).
+qkv/torch = qkv tok/s / torch tok/s (> 1: qkv faster), with ROUNDS > 1 the median of the
+rounds' ratios (each round's qkv process against its torch process) and "rounds" their
+range. params: trainable parameters, tied tables counted once.""")
 print("phases, ms per update (forward / loss / backward / optimizer), qkv | torch:")
 for name, r in qkv.items():
     p = torch.get(name, {})
