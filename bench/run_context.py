@@ -1,6 +1,9 @@
-"""Header lines shared by bench/run_kernels.sh, run_attention.sh and run_training.sh: the
-environment variables that change either side, and how busy the machine was."""
+"""Header lines shared by bench/run_kernels.sh, run_attention.sh, run_training.sh and
+run_decode.sh: the environment variables that change either side, and how busy the
+machine was; and the rounds of run_training.sh's and run_decode.sh's rows (each row's
+qkv and torch processes alternated ROUNDS times)."""
 import os
+import statistics
 
 # Variables that change qkv's or PyTorch's kernels or thread counts when set.
 ENV_VARS = ("OPENBLAS_CORETYPE", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "QKV_NUM_THREADS",
@@ -91,3 +94,51 @@ def percent_of(rate, limit, what):
     if rate > limit:
         return f"above the measured {what}: that measurement is wrong"
     return f"{100 * rate / limit:.0f}% of {what}"
+
+
+def by_case(records):
+    """case -> its records, one per round, in round order (a record's "round" when it has
+    one, else the order the runs were written in), cases in first-seen order.
+
+    >>> rows = by_case([{"case": "a", "round": 2}, {"case": "b"}, {"case": "a", "round": 1}])
+    >>> [(c, [r.get("round") for r in v]) for c, v in rows.items()]
+    [('a', [1, 2]), ('b', [None])]
+    """
+    out = {}
+    for r in records:
+        out.setdefault(r["case"], []).append(r)
+    return {c: sorted(v, key=lambda r: r.get("round", 0)) for c, v in out.items()}  # stable
+
+
+def pooled(runs, rate, medians, joined):
+    """One row's rounds as one record: the first round's fields, the `medians` keys the
+    medians over the rounds, the `joined` key's lists (per-window or per-pass times) of
+    every round in one list; the first failed run (no `rate` key) if any failed, None
+    without runs.
+
+    >>> pooled([{"r": 1.0, "w": [1]}, {"r": 3.0, "w": [2]}, {"r": 2.0, "w": [3]}], "r", ["r"], "w")
+    {'r': 2.0, 'w': [1, 2, 3]}
+    >>> pooled([{"r": 1.0, "w": []}, {"error": "x"}], "r", ["r"], "w")
+    {'error': 'x'}
+    """
+    if not runs:
+        return None
+    bad = next((r for r in runs if rate not in r), None)
+    if bad:
+        return bad
+    out = dict(runs[0])
+    for key in medians:
+        out[key] = statistics.median(r[key] for r in runs)
+    out[joined] = [v for r in runs for v in r.get(joined, [])]
+    return out
+
+
+def round_ratios(qkv_runs, torch_runs, rate):
+    """qkv/torch of each round that both sides completed: round i's qkv process against
+    round i's torch process, run right after it (the VM's speed drifts between minutes,
+    so only such pairs are compared).
+
+    >>> round_ratios([{"r": 4.0}, {"r": 6.0}, {"error": "x"}], [{"r": 2.0}, {"r": 2.0}, {"r": 1.0}], "r")
+    [2.0, 3.0]
+    """
+    return [q[rate] / t[rate] for q, t in zip(qkv_runs, torch_runs) if rate in q and rate in t]

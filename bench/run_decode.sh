@@ -98,9 +98,9 @@ load1=$(cut -d' ' -f1-3 /proc/loadavg)
 
 $py - "$tmp" "$model" "$test_set" "$reps" "$warmup" "$((SECONDS - start))" "$load0" "$load1" \
   "$cpu0" "$cpu1" "${MIN_AGREEMENT:-99}" "$rounds" <<'PY'
-import collections, json, os, statistics, sys
+import json, os, statistics, sys
 sys.path.insert(0, "bench")  # the scripts run from the repository root
-from run_context import omp_line, print_env_and_load
+from run_context import by_case, omp_line, pooled, print_env_and_load, round_ratios
 tmp, model, test_set, reps, warmup, secs, load0, load1, cpu0, cpu1, min_agree, rounds = sys.argv[1:13]
 
 def load(name):
@@ -110,27 +110,18 @@ def lines(name):
     p = os.path.join(tmp, name)
     return open(p).read().split("\n")[:-1] if os.path.exists(p) else None
 ctx = json.load(open(f"{tmp}/qkv_info.json"))
-def by_case(rows):  # case -> that row's runs, one per round, in round order
-    out = collections.defaultdict(list)
-    for r in sorted(rows, key=lambda r: r["round"]): out[r["case"]].append(r)
-    return out
 qkv_runs, torch_runs = by_case(load("qkv.jsonl")), by_case(load("torch.jsonl"))
-def pooled(runs):
-    """One row's rounds as one record: sent/s and tok/s the medians over the rounds, the
-    passes of every round pooled for the spread; the first error if a run failed."""
-    if not runs: return None
-    bad = next((r for r in runs if "sentences_per_s" not in r), None)
-    if bad: return bad
-    out = dict(runs[0])
-    for key in ("sentences_per_s", "tokens_per_s"):
-        out[key] = statistics.median(r[key] for r in runs)
-    out["seconds"] = [s for r in runs for s in r["seconds"]]
+def pooled_row(runs):
+    """One row's rounds as one record (run_context.pooled): sent/s and tok/s the medians
+    over the rounds, the passes of every round pooled for the spread, the highest peak."""
+    out = pooled(runs, "sentences_per_s", ("sentences_per_s", "tokens_per_s"), "seconds")
+    if out is None or "sentences_per_s" not in out: return out
     out["peak_rss_kb"] = max(r.get("peak_rss_kb", 0) for r in runs)
     if all("search_s" in r for r in runs):
         out["search_s"] = statistics.median(r["search_s"] for r in runs)
     return out
-qkv = {case: pooled(runs) for case, runs in qkv_runs.items()}
-torch = {case: pooled(runs) for case, runs in torch_runs.items()}
+qkv = {case: pooled_row(runs) for case, runs in qkv_runs.items()}
+torch = {case: pooled_row(runs) for case, runs in torch_runs.items()}
 tctx = next((r["context"] for r in torch.values() if "context" in r), {})  # every row has it
 
 print(f"cpu: {ctx['cpu_model']}, {ctx['num_cpus']} CPUs; {ctx['cpu_features']}")
@@ -184,9 +175,7 @@ for name, r in qkv.items():
     p = torch.get(name)
     # Each round's ratio is of two processes run one after the other; the row's is their
     # median, and "rounds" their range.
-    pairs = [q["sentences_per_s"] / t["sentences_per_s"]
-             for q, t in zip(qkv_runs[name], torch_runs.get(name, []))
-             if "sentences_per_s" in q and "sentences_per_s" in t]
+    pairs = round_ratios(qkv_runs[name], torch_runs.get(name, []), "sentences_per_s")
     ratio = f"{statistics.median(pairs):9.2f}" if pairs else f"{'-':>9}"
     span = f"{min(pairs):.2f}-{max(pairs):.2f}" if len(pairs) > 1 else "-"
     a, b = lines(f"qkv.b{beam}.t{thr}.r1.txt"), lines(f"torch.b{beam}.t{thr}.r1.txt")

@@ -107,7 +107,7 @@ $py - "$tmp" "$reps/$reps1" "$updates" "$warmup" "$((SECONDS - start))" "$load0"
   "$cpu1" "${COLD_ALLOC:-0}" "$rounds" <<'PY'
 import json, os, statistics, sys
 sys.path.insert(0, "bench")  # the scripts run from the repository root
-from run_context import omp_line, percent_of, print_env_and_load
+from run_context import by_case, omp_line, percent_of, pooled, print_env_and_load, round_ratios
 tmp, reps, updates, warmup, secs, load0, load1, cpu0, cpu1, cold, rounds = sys.argv[1:12]
 
 def load(name):
@@ -115,35 +115,12 @@ def load(name):
     return [json.loads(l) for l in open(p) if l.strip()] if os.path.exists(p) else []
 ctx = json.load(open(f"{tmp}/qkv_info.json"))
 tctx = json.load(open(f"{tmp}/torch_info.json")) if os.path.exists(f"{tmp}/torch_info.json") else {}
-def by_case(records):
-    """{case: [its records, in round order]}, cases in first-seen order."""
-    out = {}
-    for r in records:
-        out.setdefault(r["case"], []).append(r)
-    return out
-
-def merged(records):
-    """One record for a row's rounds: the median round's record (by tok/s) with tok/s and
-    ms/upd the medians over the rounds and the windows of every round; an error record
-    when no round has a rate."""
-    ok = [x for x in records if "tokens_per_s" in x]
-    if not ok:
-        return records[0]
-    m = dict(sorted(ok, key=lambda x: x["tokens_per_s"])[(len(ok) - 1) // 2])
-    m["tokens_per_s"] = statistics.median(x["tokens_per_s"] for x in ok)
-    m["s_per_update"] = statistics.median(x["s_per_update"] for x in ok)
-    m["rates"] = [v for x in ok for v in x.get("rates", [])]
-    return m
-
 qkv_rounds, torch_rounds = by_case(load("qkv.jsonl")), by_case(load("torch.jsonl"))
-qkv = {c: merged(v) for c, v in qkv_rounds.items()}
-torch = {c: merged(v) for c, v in torch_rounds.items()}
-
-def round_ratios(case):
-    """qkv/torch of each round: round i's qkv process against round i's torch process."""
-    pairs = zip(qkv_rounds.get(case, []), torch_rounds.get(case, []))
-    return [a["tokens_per_s"] / b["tokens_per_s"] for a, b in pairs
-            if "tokens_per_s" in a and "tokens_per_s" in b]
+# A row's rounds as one record: tok/s and ms/upd the medians over the rounds, the windows
+# of every round pooled for the spread (run_context.pooled).
+row = lambda runs: pooled(runs, "tokens_per_s", ("tokens_per_s", "s_per_update"), "rates")
+qkv = {c: row(v) for c, v in qkv_rounds.items()}
+torch = {c: row(v) for c, v in torch_rounds.items()}
 
 print(f"cpu: {ctx['cpu_model']}, {ctx['num_cpus']} CPUs; {ctx['cpu_features']}")
 print(f"qkv: simd target {ctx['qkv_simd_target']}; gemm backend {ctx['qkv_gemm_backend']}; "
@@ -193,7 +170,7 @@ mismatch = []
 for name, r in qkv.items():
     model, thr = name.split(":thr=")
     p = torch.get(name)
-    ratios = round_ratios(name)
+    ratios = round_ratios(qkv_rounds[name], torch_rounds.get(name, []), "tokens_per_s")
     ratio = f"{statistics.median(ratios):9.2f}" if ratios else f"{'-':>9}"
     span = f"{min(ratios):.2f}-{max(ratios):.2f}" if len(ratios) > 1 else "-"
     pq, pt = r.get("params"), (p or {}).get("params")
@@ -205,7 +182,8 @@ for name, r in qkv.items():
         if err: print(f"  error: {err}")
 print("""
 tok/s: real source + target tokens (padding not counted) per second of wall time, median
-over the windows; one update = forward (teacher forcing) + label-smoothed cross-entropy
+over the windows (with ROUNDS > 1, the median of the rounds'; the phases below are the
+first round's); one update = forward (teacher forcing) + label-smoothed cross-entropy
 (0.1, pad ignored) + backward + Adam step + zero_grad, dropout 0.1. ms/upd: median wall
 time per update. spread: (max - min) / median over the windows (of every round).
 qkv/torch = qkv tok/s / torch tok/s (> 1: qkv faster), with ROUNDS > 1 the median of the
