@@ -195,14 +195,27 @@ while ((kills < KILLS && DONE == 0)); do
   count_resume
   ((had_state)) || fresh_starts=$((fresh_starts + 1))
   if ((RANKS > 1)); then
-    WRITER=$(rank_pid "$PID" 0)
     rand "$RANKS"
-    VICTIM=$(rank_pid "$PID" "$R")
+    # Looked for until both are found or the job ends: under load (CI's parallel tests) a
+    # single look has come back empty while the job ran on (twice in ~15 CI runs).
+    WRITER="" VICTIM=""
+    for ((look = 0; look < 200; ++look)); do
+      WRITER=$(rank_pid "$PID" 0)
+      VICTIM=$(rank_pid "$PID" "$R")
+      [[ -n $WRITER && -n $VICTIM ]] && break
+      kill -0 "$PID" 2>/dev/null || break
+      sleep 0.05
+    done
     ((aim_save)) && VICTIM=$WRITER
     if [[ -z $WRITER || -z $VICTIM ]] || ((WRITER <= 0 || VICTIM <= 0)); then
+      if kill -0 "$PID" 2>/dev/null; then
+        fail "launch $launch_no runs, but its ranks were not found among its processes for 10 s:"
+        ps -o pid,ppid,stat,args --forest --sid "$(ps -o sid= -p "$PID" | tr -d ' ')" >&2 || true
+        break
+      fi
       wait "$PID" 2>/dev/null
       # The job ended before its ranks could be found: it finished.
-      PID="" DONE=1 DONE_HOW="launch $launch_no: its ranks were not found (writer '$WRITER', victim '$VICTIM'); it ran to the end"
+      PID="" DONE=1 DONE_HOW="launch $launch_no: it ended before its ranks were found"
       continue
     fi
   fi
