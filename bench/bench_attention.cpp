@@ -10,7 +10,10 @@
 //   qkv_bench_attention [--reps N] [--min-time S] CASE...   one JSON line per case
 //   qkv_bench_attention --info                               context JSON
 // CASE (same strings as the peer):
-//   sdpa:b=B:h=H:t=T:d=D:causal=0|1:mode=fwd|fwdbwd:thr=N   kernels::flash_attention_*
+//   sdpa:b=B:h=H:t=T:d=D:causal=0|1:mode=fwd|fwdbwd:thr=N   kernels::flash_attention_*;
+//                                                           fwdbwd keeps the probabilities
+//                                                           for backward as training does
+//                                                           (within ops::kFlashKeepProbsBytes)
 //   additive:b=B:t=T:a=A:d=D:thr=N                          attend(), ScoreKind::Additive,
 //                                                           forward + backward (composed)
 //   gemm:n=N:thr=N                                          kernels::gemm, N×N×N
@@ -29,6 +32,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,6 +46,7 @@
 #include "qkv/kernels/dispatch.h"
 #include "qkv/kernels/flash_attention.h"
 #include "qkv/kernels/gemm.h"
+#include "qkv/ops/flash_attention.h"
 
 namespace {
 
@@ -192,8 +197,9 @@ int run_case(const std::string& name, int reps, double min_time) {
   qkv::set_num_threads(thr);
   qkv::parallel_for(0, thr, 1, [](int64_t, int64_t) {});  // start the pool's workers
   std::function<void()> fn;
-  double flops = 0;       // per call
-  std::vector<Buf> bufs;  // inputs, outputs, scratch: allocated and touched up front
+  double flops = 0;           // per call
+  double kept_probs_mib = 0;  // sdpa fwdbwd: the probabilities kept for backward
+  std::vector<Buf> bufs;      // inputs, outputs, scratch: allocated and touched up front
   bufs.reserve(16);
   std::vector<qkv::autograd::Variable> leaves;
   qkv::attention::ScoreParams params;
@@ -221,9 +227,19 @@ int run_case(const std::string& name, int reps, double min_time) {
     } else {
       float *dout = bufs[5].get(), *delta = bufs[6].get(), *dq = bufs[7].get(), *dk = bufs[8].get(),
             *dv = bufs[9].get();
+      // Working memory of the call, as the training step's allocator hands it out again:
+      // allocated here, first touched by the first (untimed) call, so it counts in +MiB.
+      const int64_t kept = qkv::kernels::flash_attention_probs_size(s);
+      std::shared_ptr<qkv::AlignedArray<float>> probs;
+      if (kept > 0 && kept <= qkv::ops::kFlashKeepProbsBytes / int64_t(sizeof(float))) {
+        probs = std::make_shared<qkv::AlignedArray<float>>(
+            qkv::make_aligned_array<float>(size_t(kept)));
+        kept_probs_mib = double(kept) * sizeof(float) / (1 << 20);
+      }
       fn = [=] {
-        qkv::kernels::flash_attention_forward(s, q, k, v, o, lse);
-        qkv::kernels::flash_attention_backward(s, q, k, v, o, lse, dout, delta, dq, dk, dv);
+        float* p = probs ? probs->get() : nullptr;
+        qkv::kernels::flash_attention_forward(s, q, k, v, o, lse, p);
+        qkv::kernels::flash_attention_backward(s, q, k, v, o, lse, dout, delta, dq, dk, dv, p);
       };
     }
     flops = 4.0 * double(b * h) * double(t) * double(t) * double(d) * (causal ? 0.5 : 1.0);
@@ -284,9 +300,9 @@ int run_case(const std::string& name, int reps, double min_time) {
               flops / cpu_med / 1e9, std::string(qkv::kernels::active_simd_target()).c_str());
   std::printf(
       "\"first_s\": %.9g, \"gflops\": %.6g, \"base_rss_kb\": %lld, "
-      "\"extra_peak_kb\": %lld, \"hwm_reset\": %s}\n",
+      "\"extra_peak_kb\": %lld, \"hwm_reset\": %s, \"kept_probs_mib\": %.6g}\n",
       tm.first, flops / med / 1e9, (long long)base_kb, (long long)(reset ? peak_kb - base_kb : -1),
-      reset ? "true" : "false");
+      reset ? "true" : "false", kept_probs_mib);
   std::fflush(stdout);
   return 0;
 }

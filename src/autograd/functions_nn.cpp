@@ -142,21 +142,30 @@ Variable dropout(const Variable& x, const ops::DropoutOptions& options) {
 
 Variable scaled_dot_attention(const Variable& q, const Variable& k, const Variable& v,
                               const ops::FlashAttentionOptions& options, Tensor* lse) {
-  ops::FlashAttentionResult r = ops::flash_attention(q.value(), k.value(), v.value(), options);
+  // Training keeps the probabilities for backward within a per-call budget (see
+  // ops::kFlashKeepProbsBytes); inference and calls already given a budget do not change.
+  ops::FlashAttentionOptions o = options;
+  const bool backward_will_run =
+      grad_mode_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
+  if (backward_will_run && o.keep_probs_up_to_bytes == 0)
+    o.keep_probs_up_to_bytes = ops::kFlashKeepProbsBytes;
+  ops::FlashAttentionResult r = ops::flash_attention(q.value(), k.value(), v.value(), o);
   if (lse) *lse = r.lse;
   // The backward outlives the caller's key_lengths span: keep a copy.
   auto lengths = std::make_shared<const std::vector<int64_t>>(options.key_lengths.begin(),
                                                               options.key_lengths.end());
   ops::FlashAttentionOptions saved = options;
   saved.key_lengths = *lengths;
-  return detail::record(kScaledDotAttention, r.out, {q, k, v},
-                        [q, k, v, out = r.out, l = r.lse, saved, lengths](const Tensor& dy) {
-                          ops::FlashAttentionGradients g = ops::flash_attention_backward(
-                              dy, q.value(), k.value(), v.value(), out, l, saved);
-                          accumulate(q, std::move(g.dq));
-                          accumulate(k, std::move(g.dk));
-                          accumulate(v, std::move(g.dv));
-                        });
+  return detail::record(
+      kScaledDotAttention, r.out, {q, k, v},
+      [q, k, v, out = r.out, l = r.lse, p = r.probs, saved, lengths](const Tensor& dy) {
+        ops::FlashAttentionGradients g =
+            ops::flash_attention_backward(dy, q.value(), k.value(), v.value(), out, l, saved,
+                                          p.defined() ? p.view() : TensorView());
+        accumulate(q, std::move(g.dq));
+        accumulate(k, std::move(g.dk));
+        accumulate(v, std::move(g.dv));
+      });
 }
 
 Variable additive_scores(const Variable& qp, const Variable& kp, const Variable& v) {

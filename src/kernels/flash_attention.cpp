@@ -31,16 +31,50 @@
 //   δ_i = rowsum(dO_i ⊙ O_i),  dV += Pᵀ dO,  dP = dO Vᵀ,  dS = P ⊙ (dP − δ),
 //   dQ += scale·dS K,  dK += scale·dSᵀ Q,
 // one chunk per head, so dQ/dK/dV of a head are written by one thread only.
+//
+// Kept probabilities (flash_attention_probs_size): the forward copies each P̃ᵀ tile into
+// its slot and remembers the lanes' m it was formed with; once the query tile's last key
+// tile is done (m and l final) it writes each slot's factor row f = exp(m_tile − m) / l.
+// The backward forms Pᵀ = P̃ᵀ · f from the slot instead of Sᵀ and its exps. What it
+// costs is memory traffic: at B = 8, T = 512 writing and reading the 64 MiB of slots took
+// ~10 % of forward + backward (the core's miss limit, ~15 GB/s) against the ~16 % the S
+// product and exps took; normalising the slots in the forward instead read and wrote them
+// all again, and neither non-temporal stores, streaming P̃ from inside the online softmax
+// nor prefetching the next slot during the products changed the cost.
 #include "qkv/kernels/flash_attention.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "kernels/detail/tile_product.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/kernels/gemm.h"
+
+#ifndef QKV_KERNELS_FLASH_ATTENTION_SLOTS_
+#define QKV_KERNELS_FLASH_ATTENTION_SLOTS_
+namespace qkv::kernels::detail {
+// The tile edge (queries and keys) of every target, and the kept probabilities' layout:
+// one slot per (head, query tile, key tile) of a key tile's rows × a query tile's lanes,
+// then one row of factors, the lanes padded to 16 (a multiple of every x86 target's
+// vector length, so each slot stays 64-byte aligned).
+constexpr int64_t kFlashTile = 64;
+inline int64_t flash_probs_lanes(int64_t tq) {
+  return std::min(kFlashTile, (tq + 15) / 16 * 16);
+}
+inline int64_t flash_probs_factors(int64_t tq, int64_t tk) {  // the factor row's offset
+  return std::min(kFlashTile, tk) * flash_probs_lanes(tq);
+}
+inline int64_t flash_probs_slot(int64_t tq, int64_t tk) {
+  return flash_probs_factors(tq, tk) + flash_probs_lanes(tq);
+}
+inline int64_t flash_tiles(int64_t t) {
+  return (t + kFlashTile - 1) / kFlashTile;
+}
+}  // namespace qkv::kernels::detail
+#endif
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/flash_attention.cpp"
@@ -65,8 +99,9 @@ using detail::TileProduct;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 // Tile sizes: kBr queries × kBc keys. A score tile (and dP in backward) is kBr·kBc
 // floats = 16 KiB on the stack, small enough to stay in L1/L2 with the K/V tile.
-constexpr int64_t kBr = 64;
-constexpr int64_t kBc = 64;
+constexpr int64_t kBr = detail::kFlashTile;
+constexpr int64_t kBc = detail::kFlashTile;
+static_assert(16 % hn::MaxLanes(DF()) == 0, "a kept-probabilities slot pads lanes to 16");
 // Head dims up to kDc are transposed once per query tile (32 KiB of stack); a larger
 // head dim is transposed kDc at a time per product (1/kBc extra work), so the stack
 // stays bounded for any dh, dv.
@@ -199,9 +234,30 @@ HWY_NOINLINE void OnlineSoftmaxT(float* st, int64_t nc, int64_t nrp, int64_t j0,
   }
 }
 
-// One (head h, queries [q0, q0 + nr)) forward chunk: the online softmax above.
+// Kept probabilities: each slot t's factor row f = exp(m_t − m) / l per lane, where mt
+// [t, nrp] holds the m each tile's P̃ was formed with. Lanes that had seen no key by tile
+// t (m_t = −inf: their P̃ there is 0) and lanes that see none (l = 0, the pad lanes) get 0.
+HWY_NOINLINE void KeepFactorsT(float* slots, int64_t slot, int64_t factors, int64_t kend,
+                               int64_t nrp, const float* mt, const QueryLanes& q) {
+  const DF d;
+  const VF ninf = hn::Set(d, -kInf);
+  for (int64_t t = 0; t * kBc < kend; ++t) {
+    float* f = slots + t * slot + factors;
+    for (int64_t i = 0; i < nrp; i += int64_t(hn::Lanes(d))) {
+      const VF m = hn::Load(d, q.m + i), l = hn::Load(d, q.l + i);
+      const VF m_t = hn::LoadU(d, mt + t * nrp + i);
+      const auto seen = hn::And(hn::Ne(m_t, ninf), hn::Gt(l, hn::Zero(d)));
+      const VF e = hn::Exp(d, hn::IfThenElseZero(seen, hn::Sub(m_t, m)));
+      hn::StoreU(hn::IfThenElseZero(seen, hn::Div(e, hn::IfThenElse(seen, l, hn::Set(d, 1.0f)))), d,
+                 f + i);
+    }
+  }
+}
+
+// One (head h, queries [q0, q0 + nr)) forward chunk: the online softmax above. slots:
+// this query tile's kept probabilities, or null.
 void ForwardTile(const FlashAttentionSpec& s, const float* q, const float* k, const float* v,
-                 float* out, float* lse, int64_t h, int64_t q0, int64_t nr) {
+                 float* out, float* lse, int64_t h, int64_t q0, int64_t nr, float* slots) {
   QueryTileT qt(q + (h * s.tq + q0) * s.dh, nr, s.dh);  // Qᵀ [dh, nrp]
   const int64_t nrp = qt.nrp;
   HWY_ALIGN float st[kBc * kBr];  // Sᵀ, then P̃ᵀ [nc, nrp]
@@ -218,6 +274,9 @@ void ForwardTile(const FlashAttentionSpec& s, const float* q, const float* k, co
   float* ot = out + (h * s.tq + q0) * s.dv;     // [nr, dv], the accumulator O
   std::fill(ot, ot + nr * s.dv, 0.0f);
   const int64_t kend = TileKeyEnd(s, h, q0, q0 + nr);
+  const int64_t slot = detail::flash_probs_slot(s.tq, s.tk);
+  const int64_t factors = detail::flash_probs_factors(s.tq, s.tk);
+  std::vector<float> mt(slots ? size_t(detail::flash_tiles(kend) * nrp) : 0);  // [tile, nrp]
   for (int64_t j0 = 0; j0 < kend; j0 += kBc) {
     const int64_t nc = std::min(kBc, kend - j0);
     ProductT(kh + j0 * s.dh, nc, float(s.scale), qt, st);
@@ -225,11 +284,16 @@ void ForwardTile(const FlashAttentionSpec& s, const float* q, const float* k, co
       OnlineSoftmaxT<false>(st, nc, nrp, j0, lanes);
     else
       OnlineSoftmaxT<true>(st, nc, nrp, j0, lanes);
+    if (slots) {
+      std::copy(st, st + nc * nrp, slots + j0 / kBc * slot);
+      std::copy(lanes.m, lanes.m + nrp, mt.data() + j0 / kBc * nrp);
+    }
     for (int64_t r = 0; r < nr; ++r)
       if (lanes.alpha[r] != 1.0f) ScaleRow(ot + r * s.dv, s.dv, lanes.alpha[r]);
     // O += P̃ V_tile: A = P̃ᵀ read transposed, B = V_tile [nc, dv].
     TileProductRun({nr, s.dv, nc, st, 1, nrp, vh + j0 * s.dv, s.dv, ot, s.dv, 1.0f, true});
   }
+  if (slots) KeepFactorsT(slots, slot, factors, kend, nrp, mt.data(), lanes);
   for (int64_t r = 0; r < nr; ++r) {
     if (lanes.l[r] == 0.0f) {  // no visible key: O = 0 (already), lse = -inf
       lse[h * s.tq + q0 + r] = -kInf;
@@ -384,8 +448,8 @@ void SingleQuery(const FlashAttentionSpec& s, const float* q, const float* k, co
 }
 
 void ForwardImpl(const FlashAttentionSpec& s, const float* q, const float* k, const float* v,
-                 float* out, float* lse) {
-  if (s.tq == 1) {
+                 float* out, float* lse, float* probs) {
+  if (s.tq == 1 && !probs) {
     // Heads of ~tk·(dh + dv) multiply-adds each: chunks of several, one hand-off each.
     const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, s.tk * (s.dh + s.dv)));
     parallel_for(0, s.bh, grain, [&](int64_t h0, int64_t h1) {
@@ -393,11 +457,14 @@ void ForwardImpl(const FlashAttentionSpec& s, const float* q, const float* k, co
     });
     return;
   }
-  const int64_t tiles = (s.tq + kBr - 1) / kBr;
+  const int64_t tiles = detail::flash_tiles(s.tq);
+  // A query tile's slots: one per key tile.
+  const int64_t slots = detail::flash_tiles(s.tk) * detail::flash_probs_slot(s.tq, s.tk);
   parallel_for(0, s.bh * tiles, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       const int64_t h = c / tiles, q0 = (c % tiles) * kBr;
-      ForwardTile(s, q, k, v, out, lse, h, q0, std::min(kBr, s.tq - q0));
+      ForwardTile(s, q, k, v, out, lse, h, q0, std::min(kBr, s.tq - q0),
+                  probs ? probs + c * slots : nullptr);
     }
   });
 }
@@ -427,6 +494,15 @@ HWY_NOINLINE void ProbT(float* st, int64_t nc, int64_t nrp, int64_t j0, const Ba
   }
 }
 
+// pt = Pᵀ [nc, nrp] from a kept slot: its P̃ᵀ rows times its factor row f [nrp].
+HWY_NOINLINE void KeptProbT(const float* kept, const float* f, int64_t nc, int64_t nrp, float* pt) {
+  const DF d;
+  for (int64_t j = 0; j < nc; ++j)
+    for (int64_t i = 0; i < nrp; i += int64_t(hn::Lanes(d)))
+      hn::Store(hn::Mul(hn::LoadU(d, kept + j * nrp + i), hn::LoadU(d, f + i)), d,
+                pt + j * nrp + i);
+}
+
 // dpt = pt ⊙ (dpt − δ): dSᵀ [nc, nrp] (0 wherever P is 0).
 HWY_NOINLINE void SoftmaxGradT(const float* pt, float* dpt, int64_t nc, int64_t nrp,
                                const BackwardLanes& q) {
@@ -442,9 +518,11 @@ HWY_NOINLINE void SoftmaxGradT(const float* pt, float* dpt, int64_t nc, int64_t 
 }
 
 // The backward pass of queries [q0, q0 + nr) of head h against every key tile they see.
+// slots: this query tile's kept probabilities (ForwardTile's), or null: recompute them.
 void BackwardQueryTile(const FlashAttentionSpec& s, const float* q, const float* k, const float* v,
                        const float* lse, const float* dout, const float* delta, float* dq,
-                       float* dk, float* dv, int64_t h, int64_t q0, int64_t nr) {
+                       float* dk, float* dv, int64_t h, int64_t q0, int64_t nr,
+                       const float* slots) {
   const float* qrows = q + (h * s.tq + q0) * s.dh;        // [nr, dh]
   const float* dorows = dout + (h * s.tq + q0) * s.dv;    // [nr, dv]
   float* dqrows = dq + (h * s.tq + q0) * s.dh;            // [nr, dh]
@@ -463,17 +541,24 @@ void BackwardQueryTile(const FlashAttentionSpec& s, const float* q, const float*
   HWY_ALIGN float dpt[kBc * kBr];  // dPᵀ, then dSᵀ [nc, nrp]
   const float scale = float(s.scale);
   const int64_t kend = TileKeyEnd(s, h, q0, q0 + nr);
+  const int64_t slot = detail::flash_probs_slot(s.tq, s.tk);
+  const int64_t factors = detail::flash_probs_factors(s.tq, s.tk);
   for (int64_t j0 = 0; j0 < kend; j0 += kBc) {
     const int64_t nc = std::min(kBc, kend - j0);
     const float* kt = flash_key_head(s, k, h) + j0 * s.dh;    // [nc, dh]
     const float* vt = flash_value_head(s, v, h) + j0 * s.dv;  // [nc, dv]
     float* dkt = dk + (h * s.tk + j0) * s.dh;                 // [nc, dh]
     float* dvt = dv + (h * s.tk + j0) * s.dv;                 // [nc, dv]
-    ProductT(kt, nc, scale, qt, pt);
-    if (j0 + nc <= all_see)
-      ProbT<false>(pt, nc, nrp, j0, lanes);
-    else
-      ProbT<true>(pt, nc, nrp, j0, lanes);
+    if (slots) {
+      const float* kept = slots + j0 / kBc * slot;
+      KeptProbT(kept, kept + factors, nc, nrp, pt);
+    } else {
+      ProductT(kt, nc, scale, qt, pt);
+      if (j0 + nc <= all_see)
+        ProbT<false>(pt, nc, nrp, j0, lanes);
+      else
+        ProbT<true>(pt, nc, nrp, j0, lanes);
+    }
     TileProductRun({nc, s.dv, nr, pt, nrp, 1, dorows, s.dv, dvt, s.dv, 1.0f, true});  // dV += Pᵀ dO
     ProductT(vt, nc, 1.0f, dot, dpt);  // dPᵀ = V dOᵀ
     SoftmaxGradT(pt, dpt, nc, nrp, lanes);
@@ -485,7 +570,7 @@ void BackwardQueryTile(const FlashAttentionSpec& s, const float* q, const float*
 
 void BackwardHead(const FlashAttentionSpec& s, const float* q, const float* k, const float* v,
                   const float* out, const float* lse, const float* dout, float* delta, float* dq,
-                  float* dk, float* dv, int64_t h) {
+                  float* dk, float* dv, int64_t h, const float* probs) {
   std::fill(dq + h * s.tq * s.dh, dq + (h + 1) * s.tq * s.dh, 0.0f);
   std::fill(dk + h * s.tk * s.dh, dk + (h + 1) * s.tk * s.dh, 0.0f);
   std::fill(dv + h * s.tk * s.dv, dv + (h + 1) * s.tk * s.dv, 0.0f);
@@ -496,16 +581,19 @@ void BackwardHead(const FlashAttentionSpec& s, const float* q, const float* k, c
     for (int64_t c = 0; c < s.dv; ++c) acc += double(o[c]) * double(g[c]);
     delta[h * s.tq + i] = float(acc);
   }
+  const int64_t tiles = detail::flash_tiles(s.tq);
+  const int64_t slots = detail::flash_tiles(s.tk) * detail::flash_probs_slot(s.tq, s.tk);
   for (int64_t q0 = 0; q0 < s.tq; q0 += kBr)
-    BackwardQueryTile(s, q, k, v, lse, dout, delta, dq, dk, dv, h, q0, std::min(kBr, s.tq - q0));
+    BackwardQueryTile(s, q, k, v, lse, dout, delta, dq, dk, dv, h, q0, std::min(kBr, s.tq - q0),
+                      probs ? probs + (h * tiles + q0 / kBr) * slots : nullptr);
 }
 
 void BackwardImpl(const FlashAttentionSpec& s, const float* q, const float* k, const float* v,
                   const float* out, const float* lse, const float* dout, float* delta, float* dq,
-                  float* dk, float* dv) {
+                  float* dk, float* dv, const float* probs) {
   parallel_for(0, s.bh, 1, [&](int64_t h0, int64_t h1) {
     for (int64_t h = h0; h < h1; ++h)
-      BackwardHead(s, q, k, v, out, lse, dout, delta, dq, dk, dv, h);
+      BackwardHead(s, q, k, v, out, lse, dout, delta, dq, dk, dv, h, probs);
   });
 }
 
@@ -554,14 +642,20 @@ HWY_EXPORT(WeightsImpl);
 HWY_EXPORT(TileProductImpl);
 
 void flash_attention_forward(const FlashAttentionSpec& spec, const float* q, const float* k,
-                             const float* v, float* out, float* lse) noexcept {
-  HWY_DYNAMIC_DISPATCH(ForwardImpl)(spec, q, k, v, out, lse);
+                             const float* v, float* out, float* lse, float* probs) noexcept {
+  HWY_DYNAMIC_DISPATCH(ForwardImpl)(spec, q, k, v, out, lse, probs);
 }
 
 void flash_attention_backward(const FlashAttentionSpec& spec, const float* q, const float* k,
                               const float* v, const float* out, const float* lse, const float* dout,
-                              float* delta, float* dq, float* dk, float* dv) noexcept {
-  HWY_DYNAMIC_DISPATCH(BackwardImpl)(spec, q, k, v, out, lse, dout, delta, dq, dk, dv);
+                              float* delta, float* dq, float* dk, float* dv,
+                              const float* probs) noexcept {
+  HWY_DYNAMIC_DISPATCH(BackwardImpl)(spec, q, k, v, out, lse, dout, delta, dq, dk, dv, probs);
+}
+
+int64_t flash_attention_probs_size(const FlashAttentionSpec& spec) noexcept {
+  return spec.bh * detail::flash_tiles(spec.tq) * detail::flash_tiles(spec.tk) *
+         detail::flash_probs_slot(spec.tq, spec.tk);
 }
 
 void flash_attention_weights(const FlashAttentionSpec& spec, const float* q, const float* k,

@@ -144,6 +144,14 @@ Shape lse_shape(const TensorView& q) {
 
 }  // namespace
 
+int64_t flash_attention_kept_bytes(int64_t bh, int64_t tq, int64_t tk, int64_t budget) {
+  if (bh <= 0 || tq <= 0 || tk <= 0 || budget <= 0) return 0;
+  kernels::FlashAttentionSpec spec{};
+  spec.bh = bh, spec.tq = tq, spec.tk = tk;
+  const int64_t floats = kernels::flash_attention_probs_size(spec);
+  return floats <= budget / int64_t(sizeof(float)) ? floats * int64_t(sizeof(float)) : 0;
+}
+
 FlashAttentionResult flash_attention(const TensorView& q, const TensorView& k, const TensorView& v,
                                      const FlashAttentionOptions& options) {
   kernels::FlashAttentionSpec spec = check_inputs("flash_attention", q, k, v, options);
@@ -157,10 +165,17 @@ FlashAttentionResult flash_attention(const TensorView& q, const TensorView& k, c
   spec.v_head_stride = cv.head_stride();
   FlashAttentionResult r{Tensor::empty(q.shape().with_dim(-1, spec.dv), q.dtype()),
                          Tensor::empty(lse_shape(q), q.dtype())};
+  QKV_CHECK(options.keep_probs_up_to_bytes >= 0, ValueError, "flash_attention",
+            ": keep_probs_up_to_bytes ", options.keep_probs_up_to_bytes, " is negative");
+  const int64_t kept =
+      flash_attention_kept_bytes(spec.bh, spec.tq, spec.tk, options.keep_probs_up_to_bytes);
+  if (q.dtype() == DType::F32 && kept > 0)
+    r.probs = Tensor::empty(Shape{kept / int64_t(sizeof(float))}, DType::F32);
   detail::visit_dtype(q.dtype(), [&]<class T>() {
     if constexpr (std::is_same_v<T, float>)
       kernels::flash_attention_forward(spec, cq.data<T>(), ck.data<T>(), cv.data<T>(),
-                                       r.out.data<T>(), r.lse.data<T>());
+                                       r.out.data<T>(), r.lse.data<T>(),
+                                       r.probs.defined() ? r.probs.data<float>() : nullptr);
     else
       kernels::ref::flash_attention_forward(spec, cq.data<T>(), ck.data<T>(), cv.data<T>(),
                                             r.out.data<T>(), r.lse.data<T>());
@@ -171,7 +186,8 @@ FlashAttentionResult flash_attention(const TensorView& q, const TensorView& k, c
 FlashAttentionGradients flash_attention_backward(const TensorView& dout, const TensorView& q,
                                                  const TensorView& k, const TensorView& v,
                                                  const TensorView& out, const TensorView& lse,
-                                                 const FlashAttentionOptions& options) {
+                                                 const FlashAttentionOptions& options,
+                                                 const TensorView& probs) {
   constexpr std::string_view op = "flash_attention_backward";
   QKV_CHECK(options.key_rows.empty(), ValueError, op,
             ": key_rows is forward-only (the gradient of a shared key row would need its "
@@ -181,6 +197,14 @@ FlashAttentionGradients flash_attention_backward(const TensorView& dout, const T
   check_like(op, "dout", dout, q, out_shape);
   check_like(op, "out", out, q, out_shape);
   check_like(op, "lse", lse, q, lse_shape(q));
+  const bool kept = probs.raw_data() != nullptr;
+  if (kept) {
+    const int64_t size = kernels::flash_attention_probs_size(spec);
+    QKV_CHECK(q.dtype() == DType::F32 && probs.dtype() == DType::F32 && probs.rank() == 1 &&
+                  probs.dim(0) == size && size > 0,
+              ShapeError, op, ": probs ", describe(probs),
+              " is not what flash_attention keeps for these inputs (F32 [", size, "])");
+  }
   const std::vector<int64_t> lengths = per_head_lengths(q, options);
   spec.key_lengths = lengths.empty() ? nullptr : lengths.data();
   const detail::ContiguousInput cq(q), ck(k), cv(v), cdo(dout), co(out), cl(lse);
@@ -190,9 +214,12 @@ FlashAttentionGradients flash_attention_backward(const TensorView& dout, const T
   detail::visit_dtype(q.dtype(), [&]<class T>() {
     if constexpr (std::is_same_v<T, float>) {
       Tensor delta = Tensor::empty(lse_shape(q), q.dtype());  // [..., Tq] scratch
+      std::optional<detail::ContiguousInput> cp;
+      if (kept) cp.emplace(probs);
       kernels::flash_attention_backward(spec, cq.data<T>(), ck.data<T>(), cv.data<T>(),
                                         co.data<T>(), cl.data<T>(), cdo.data<T>(), delta.data<T>(),
-                                        g.dq.data<T>(), g.dk.data<T>(), g.dv.data<T>());
+                                        g.dq.data<T>(), g.dk.data<T>(), g.dv.data<T>(),
+                                        cp ? cp->data<float>() : nullptr);
     } else {  // the reference recomputes lse and delta itself
       kernels::ref::flash_attention_backward(spec, cq.data<T>(), ck.data<T>(), cv.data<T>(),
                                              cdo.data<T>(), g.dq.data<T>(), g.dk.data<T>(),

@@ -7,6 +7,7 @@
 #include "qkv/base/error.h"
 #include "qkv/base/memory.h"
 #include "qkv/models/footprint.h"
+#include "qkv/ops/flash_attention.h"
 #include "qkv/ops/linear_cross_entropy.h"
 
 namespace qkv::train {
@@ -41,6 +42,18 @@ double rnn_activations(const models::ModelConfig& c, double src, double tgt, dou
   return encoder + decoder + (src + tgt) * e;
 }
 
+// The attention probabilities each of the Transformer's attention calls keeps for
+// backward (ops::flash_attention within autograd's ops::kFlashKeepProbsBytes per call):
+// encoder self-attention over the source, decoder self-attention over the target and
+// cross-attention from the target to the source, per layer.
+double kept_attention_bytes(const models::ModelConfig& c, const BatchShape& b) {
+  const int64_t bh = b.sentences * c.heads, s = b.source_length, t = b.target_length;
+  auto kept = [&](int64_t tq, int64_t tk) {
+    return double(ops::flash_attention_kept_bytes(bh, tq, tk, ops::kFlashKeepProbsBytes));
+  };
+  return double(c.enc_depth) * kept(s, s) + double(c.dec_depth) * (kept(t, t) + kept(t, s));
+}
+
 std::string describe(const BatchShape& b) {
   return std::to_string(b.sentences) + " sentences of up to " + std::to_string(b.source_length) +
          " source and " + std::to_string(b.target_length) + " target tokens";
@@ -65,7 +78,9 @@ double activation_bytes(const models::ModelConfig& config, const BatchShape& bat
   const double chunk =
       std::min(tgt, double(ops::linear_cross_entropy_chunk_rows(config.vocab_size)));
   const double loss_buffers = tgt > 0 ? chunk * vocab + tgt * dim + vocab * dim : 0.0;
-  return 4 * (per_batch + loss_buffers);
+  const double kept =
+      config.type == models::ModelType::Transformer ? kept_attention_bytes(config, batch) : 0.0;
+  return 4 * (per_batch + loss_buffers) + kept;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "kernel_test_util.h"
@@ -56,15 +57,22 @@ struct Result {
 // Every output starts as NaN: the kernels must write each element themselves (the
 // backward zeroes its gradients before adding into them; nothing may rely on the
 // caller's zeros), and NaN never passes a comparison.
-Result run_fused(const Problem& p) {
+// keep: the forward keeps the probabilities (NaN-filled before, so every slot the
+// backward reads must have been written) and the backward reads them; `tamper` then
+// changes them in between.
+Result run_fused(const Problem& p, bool keep = false, void (*tamper)(std::span<float>) = nullptr) {
   const auto& s = p.spec;
   const float nan = std::numeric_limits<float>::quiet_NaN();
   Result r{Vec(s.bh * s.tq * s.dv, nan), Vec(s.bh * s.tq, nan), Vec(s.bh * s.tq * s.dh, nan),
            Vec(s.bh * s.tk * s.dh, nan), Vec(s.bh * s.tk * s.dv, nan)};
-  flash_attention_forward(s, p.q.data(), p.k.data(), p.v.data(), r.out.data(), r.lse.data());
+  Vec probs(keep ? size_t(flash_attention_probs_size(s)) : 0, nan);
+  float* kept = keep ? probs.data() : nullptr;
+  flash_attention_forward(s, p.q.data(), p.k.data(), p.v.data(), r.out.data(), r.lse.data(), kept);
+  if (tamper) tamper(probs);
   Vec delta(s.bh * s.tq);
   flash_attention_backward(s, p.q.data(), p.k.data(), p.v.data(), r.out.data(), r.lse.data(),
-                           p.dout.data(), delta.data(), r.dq.data(), r.dk.data(), r.dv.data());
+                           p.dout.data(), delta.data(), r.dq.data(), r.dk.data(), r.dv.data(),
+                           kept);
   return r;
 }
 
@@ -132,8 +140,8 @@ double max_err(const Vec& got, const std::vector<double>& want) {
 }
 
 // The reference is target-independent: computed once, then checked on every target.
-void check_against_reference(const Problem& p, const Reference& want) {
-  const Result fused = run_fused(p), composed = run_composed(p);
+void check_against_reference(const Problem& p, const Reference& want, bool keep = false) {
+  const Result fused = run_fused(p, keep), composed = run_composed(p);
   auto check = [&](const char* what, const Vec& f, const Vec& c, const std::vector<double>& w,
                    double factor, double floor) {
     const double ef = max_err(f, w), ec = max_err(c, w);
@@ -193,33 +201,88 @@ TEST(FlashAttention, MatchesReferenceOnEveryTarget) {
       }
 }
 
+// Kept probabilities: the same accuracy, forward's results unchanged by keeping them
+// (bitwise, where tq > 1), on shapes with partial query and key tiles, one query (tiled when
+// keeping), one key, masks, and head dims above 128.
+TEST(FlashAttention, KeptProbabilitiesMatchReferenceOnEveryTarget) {
+  constexpr Shape kKeptShapes[] = {{2, 1, 239, 128, 64},   {2, 3, 300, 59, 111},
+                                   {2, 130, 150, 32, 24},  {1, 1024, 1, 7, 128},
+                                   {1, 70, 130, 200, 150}, {3, 30, 31, 16, 16}};
+  uint32_t n = 100;
+  for (const Shape& sh : kKeptShapes)
+    for (bool causal : {false, true})
+      for (bool lengths : {false, true}) {
+        SCOPED_TRACE(::testing::Message()
+                     << "bh " << sh.bh << " tq " << sh.tq << " tk " << sh.tk << " dh " << sh.dh
+                     << " dv " << sh.dv << " causal " << causal << " lengths " << lengths);
+        const Problem p = make_problem(sh.bh, sh.tq, sh.tk, sh.dh, sh.dv, causal, lengths,
+                                       seed_for(++n, sh.tq, sh.dh));
+        const Reference want = run_reference(p);
+        for_each_simd_target([&](const SimdTarget&) {
+          check_against_reference(p, want, /*keep=*/true);
+          if (sh.tq == 1) return;  // keeping runs one query through the tiles: other bits
+          const Result kept = run_fused(p, true), recomputed = run_fused(p);
+          EXPECT_TRUE(bitwise_equal(kept.out, recomputed.out));
+          EXPECT_TRUE(bitwise_equal(kept.lse, recomputed.lse));
+        });
+      }
+}
+
+// The backward really reads what forward kept: with the kept probabilities zeroed every
+// gradient is 0 (dV = Pᵀ dO, dS = P ⊙ (dP − δ)), where recomputing them would not be.
+TEST(FlashAttention, BackwardReadsTheKeptProbabilities) {
+  for_each_simd_target([](const SimdTarget&) {
+    const Problem p = make_problem(2, 100, 90, 16, 8, true, false, 404);
+    const Result kept = run_fused(p, true);
+    const Result zeroed =
+        run_fused(p, true, [](std::span<float> probs) { std::ranges::fill(probs, 0.0f); });
+    for (const auto& [got, nonzero] :
+         {std::pair{&zeroed.dq, &kept.dq}, std::pair{&zeroed.dk, &kept.dk},
+          std::pair{&zeroed.dv, &kept.dv}}) {
+      EXPECT_TRUE(std::all_of(got->begin(), got->end(), [](float x) { return x == 0.0f; }));
+      EXPECT_TRUE(std::any_of(nonzero->begin(), nonzero->end(), [](float x) { return x != 0.0f; }));
+    }
+  });
+}
+
+TEST(FlashAttention, KeptProbabilitiesSizeCoversEveryTile) {
+  // Per (head, query tile, key tile) the tile's keys and one factor row × its lanes, at
+  // most 64 keys and 64 lanes; lanes padded to 16, keys not padded.
+  EXPECT_EQ(flash_attention_probs_size({3, 130, 97, 8, 8, 1.0, false, nullptr}),
+            3 * 3 * 2 * (65 * 64));
+  EXPECT_EQ(flash_attention_probs_size({2, 30, 31, 8, 8, 1.0, false, nullptr}), 2 * (32 * 32));
+  EXPECT_EQ(flash_attention_probs_size({4, 1, 500, 8, 8, 1.0, false, nullptr}), 4 * 8 * (65 * 16));
+}
+
 TEST(FlashAttention, FullyMaskedRowsAreZeroAndFinite) {
   for_each_simd_target([](const SimdTarget&) {
     // Head 0 has key length 0; causal with tq > tk masks the first tq − tk rows; and one
     // query per head (the decoding step's path).
     for (const Problem& p : {make_problem(2, 70, 5, 9, 3, true, true, 77),
                              make_problem(3, 1, 5, 9, 3, false, true, 78)}) {
-      const Result r = run_fused(p);
-      const auto& s = p.spec;
-      for (int64_t h = 0; h < s.bh; ++h)
-        for (int64_t i = 0; i < s.tq; ++i) {
-          const bool masked = ref::flash_visible(s, h, i) == 0;
-          if (masked) {
-            EXPECT_EQ(r.lse[h * s.tq + i], -kInf);
-          }
-          for (int64_t c = 0; c < s.dv; ++c) {
-            const float o = r.out[(h * s.tq + i) * s.dv + c];
-            EXPECT_TRUE(std::isfinite(o));
+      for (const bool keep : {false, true}) {
+        const Result r = run_fused(p, keep);
+        const auto& s = p.spec;
+        for (int64_t h = 0; h < s.bh; ++h)
+          for (int64_t i = 0; i < s.tq; ++i) {
+            const bool masked = ref::flash_visible(s, h, i) == 0;
             if (masked) {
-              EXPECT_EQ(o, 0.0f);
+              EXPECT_EQ(r.lse[h * s.tq + i], -kInf);
             }
+            for (int64_t c = 0; c < s.dv; ++c) {
+              const float o = r.out[(h * s.tq + i) * s.dv + c];
+              EXPECT_TRUE(std::isfinite(o));
+              if (masked) {
+                EXPECT_EQ(o, 0.0f);
+              }
+            }
+            for (int64_t c = 0; masked && c < s.dh; ++c)
+              EXPECT_EQ(r.dq[(h * s.tq + i) * s.dh + c], 0.0f);
           }
-          for (int64_t c = 0; masked && c < s.dh; ++c)
-            EXPECT_EQ(r.dq[(h * s.tq + i) * s.dh + c], 0.0f);
-        }
-      for (const Vec* g : {&r.dq, &r.dk, &r.dv})
-        for (float x : *g) EXPECT_TRUE(std::isfinite(x));
-      for (int64_t n = 0; n < s.tk * s.dh; ++n) EXPECT_EQ(r.dk[n], 0.0f);  // head 0 sees nothing
+        for (const Vec* g : {&r.dq, &r.dk, &r.dv})
+          for (float x : *g) EXPECT_TRUE(std::isfinite(x));
+        for (int64_t n = 0; n < s.tk * s.dh; ++n) EXPECT_EQ(r.dk[n], 0.0f);  // head 0 sees nothing
+      }
     }
   });
 }
@@ -287,18 +350,19 @@ TEST(FlashAttention, HeadStridedKeysAndValuesEqualDense) {
 
 TEST(FlashAttention, BitwiseIdenticalForOneAndTwoThreads) {
   const int before = num_threads();
-  for (bool causal : {false, true}) {
-    const Problem p = make_problem(3, 257, 200, 64, 48, causal, true, 5);
-    set_num_threads(1);
-    const Result one = run_fused(p);
-    set_num_threads(2);
-    const Result two = run_fused(p);
-    EXPECT_TRUE(bitwise_equal(one.out, two.out));
-    EXPECT_TRUE(bitwise_equal(one.lse, two.lse));
-    EXPECT_TRUE(bitwise_equal(one.dq, two.dq));
-    EXPECT_TRUE(bitwise_equal(one.dk, two.dk));
-    EXPECT_TRUE(bitwise_equal(one.dv, two.dv));
-  }
+  for (bool causal : {false, true})
+    for (bool keep : {false, true}) {
+      const Problem p = make_problem(3, 257, 200, 64, 48, causal, true, 5);
+      set_num_threads(1);
+      const Result one = run_fused(p, keep);
+      set_num_threads(2);
+      const Result two = run_fused(p, keep);
+      EXPECT_TRUE(bitwise_equal(one.out, two.out));
+      EXPECT_TRUE(bitwise_equal(one.lse, two.lse));
+      EXPECT_TRUE(bitwise_equal(one.dq, two.dq));
+      EXPECT_TRUE(bitwise_equal(one.dk, two.dk));
+      EXPECT_TRUE(bitwise_equal(one.dv, two.dv));
+    }
   set_num_threads(before);
 }
 

@@ -206,6 +206,23 @@ TEST(BadInput, FlashAttention) {
         ops::flash_attention_backward(r.out, q, k, v, r.out, f64({2, 4}));
       },
       {"lse", "f64[2, 4]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { run(q, k, v, {.keep_probs_up_to_bytes = -1}); },
+                                      {"keep_probs_up_to_bytes -1"}));
+  // Kept probabilities that are not forward's: F64 keeps none, and a wrong size.
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [&] { ops::flash_attention_backward(r.out, q, k, v, r.out, r.lse, {}, f32({10})); },
+      {"probs f32[10]", "flash_attention keeps"}));
+  const Tensor q32 = f32({2, 3, 4}), k32 = f32({2, 5, 4}), v32 = f32({2, 5, 6});
+  const ops::FlashAttentionResult r32 =
+      ops::flash_attention(q32, k32, v32, {.keep_probs_up_to_bytes = int64_t(1) << 20});
+  ASSERT_TRUE(r32.probs.defined());
+  EXPECT_NO_THROW(
+      ops::flash_attention_backward(r32.out, q32, k32, v32, r32.out, r32.lse, {}, r32.probs));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [&] {
+        ops::flash_attention_backward(r32.out, q32, k32, v32, r32.out, r32.lse, {}, f32({9}));
+      },
+      {"probs f32[9]", "F32 [", "flash_attention keeps"}));
 }
 
 TEST(BadInput, LayerNorm) {

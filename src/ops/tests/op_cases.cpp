@@ -66,15 +66,20 @@ OpCase softmax_case(std::string name, bool log, bool masked) {
 }
 
 // Fused attention: q, k, v, dout -> out, lse, dq, dk, dv. Masked (causal + key
-// lengths) cases keep every query row with at least one visible key.
-OpCase flash_attention_case(std::string name, Shape q, Shape k, Shape v, Shape out, bool masked) {
-  return {std::move(name), {{q}, {k}, {v}, {out}}, [masked](const Views& in) {
+// lengths) cases keep every query row with at least one visible key. keep: the F32
+// forward keeps the probabilities and the backward reads them (F64 always recomputes).
+OpCase flash_attention_case(std::string name, Shape q, Shape k, Shape v, Shape out, bool masked,
+                            bool keep = false) {
+  return {std::move(name), {{q}, {k}, {v}, {out}}, [masked, keep](const Views& in) {
             static const std::vector<int64_t> lengths{4, 2};
             ops::FlashAttentionOptions o{0.7, masked, {}};
             if (masked) o.key_lengths = lengths;
+            if (keep) o.keep_probs_up_to_bytes = ops::kFlashKeepProbsBytes;
             ops::FlashAttentionResult r = ops::flash_attention(in[0], in[1], in[2], o);
+            EXPECT_EQ(r.probs.defined(), keep && in[0].dtype() == DType::F32);
             ops::FlashAttentionGradients g =
-                ops::flash_attention_backward(in[3], in[0], in[1], in[2], r.out, r.lse, o);
+                ops::flash_attention_backward(in[3], in[0], in[1], in[2], r.out, r.lse, o,
+                                              r.probs.defined() ? r.probs.view() : TensorView());
             return Outputs{r.out, r.lse, g.dq, g.dk, g.dv};
           }};
 }
@@ -172,6 +177,8 @@ std::vector<OpCase> build_cases() {
       flash_attention_case("flash_attention", {2, 3, 5}, {2, 6, 5}, {2, 6, 4}, {2, 3, 4}, false));
   cases.push_back(flash_attention_case("flash_attention_masked", {2, 3, 4, 5}, {2, 3, 4, 5},
                                        {2, 3, 4, 7}, {2, 3, 4, 7}, true));
+  cases.push_back(flash_attention_case("flash_attention_kept_probs", {2, 3, 4, 5}, {2, 3, 4, 5},
+                                       {2, 3, 4, 7}, {2, 3, 4, 7}, true, true));
   append_recurrent_cases(cases);
   return cases;
 }

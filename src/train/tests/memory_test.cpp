@@ -7,6 +7,7 @@
 #include "pipeline_test_util.h"
 #include "qkv/base/error.h"
 #include "qkv/models/footprint.h"
+#include "qkv/ops/flash_attention.h"
 #include "qkv/train/trainer.h"
 
 namespace qkv::train {
@@ -53,6 +54,31 @@ TEST(TrainingMemory, ActivationsGrowWithTheBatchButHoldOnlyChunksOfTheLogits) {
     EXPECT_GT(w, 2.0 * 4 * 87 * 24000);
     EXPECT_LT(w, logits);
   }
+}
+
+// Each attention call keeps its probabilities for backward when they fit the per-call
+// budget (ops::kFlashKeepProbsBytes): the only part of the estimate that grows with the
+// head count. Over the budget nothing is kept.
+TEST(TrainingMemory, TransformersCountTheAttentionProbabilitiesKeptForBackward) {
+  models::ModelConfig two = testing::tiny_transformer(24, 0.1);
+  two.enc_depth = 2;
+  two.dec_depth = 3;
+  models::ModelConfig four = two;
+  four.heads = 4;
+  const BatchShape b{5, 70, 40};
+  auto kept = [&](int64_t heads, int64_t tq, int64_t tk) {
+    return double(ops::flash_attention_kept_bytes(5 * heads, tq, tk, ops::kFlashKeepProbsBytes));
+  };
+  auto per_model = [&](int64_t heads) {
+    return 2 * kept(heads, 70, 70) + 3 * (kept(heads, 40, 40) + kept(heads, 40, 70));
+  };
+  EXPECT_GT(per_model(2), 4.0 * 5 * 2 * (2 * 70 * 70 + 3 * (40 * 40 + 40 * 70)));
+  EXPECT_EQ(estimate_training_memory(four, b).activation_bytes -
+                estimate_training_memory(two, b).activation_bytes,
+            per_model(4) - per_model(2));
+  EXPECT_EQ(ops::flash_attention_kept_bytes(64 * 8, 2048, 2048, ops::kFlashKeepProbsBytes), 0);
+  EXPECT_GT(ops::flash_attention_kept_bytes(8, 512, 512, ops::kFlashKeepProbsBytes),
+            8 * 512 * 512 * 4);
 }
 
 TEST(TrainingMemory, BatchShapesAreTheShapesMakeBatchBuilds) {

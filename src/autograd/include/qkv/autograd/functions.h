@@ -84,7 +84,10 @@ Variable linear_cross_entropy(const Variable& hidden, const Variable& weight, co
 Variable dropout(const Variable& x, const ops::DropoutOptions& options);
 // Fused attention softmax(scale · q kᵀ, masked) v (see ops::flash_attention for shapes,
 // masks and errors): q [B, H, Tq, D] or [B, Tq, D], k [.., Tk, D], v [.., Tk, Dv] ->
-// [.., Tq, Dv]. Saves only out and lse (O(T) memory); backward recomputes the weights.
+// [.., Tq, Dv]. Saves out and lse, and when backward will run (grad mode, an input that
+// requires grad) the weights too if they fit options.keep_probs_up_to_bytes, which is
+// ops::kFlashKeepProbsBytes unless the caller set it (beyond it backward recomputes them:
+// O(T) memory).
 // If lse is non-null it receives the log-sum-exp [.., Tq] (for flash_attention_weights).
 Variable scaled_dot_attention(const Variable& q, const Variable& k, const Variable& v,
                               const ops::FlashAttentionOptions& options = {},

@@ -19,16 +19,32 @@
 namespace qkv::kernels {
 
 // out [bh,tq,dv], lse [bh,tq] (log Σ exp of the scaled visible scores; -inf for a row
-// with no visible key, whose out row is 0).
+// with no visible key, whose out row is 0). probs: see "Kept probabilities" below.
 void flash_attention_forward(const FlashAttentionSpec& spec, const float* q, const float* k,
-                             const float* v, float* out, float* lse) noexcept;
+                             const float* v, float* out, float* lse,
+                             float* probs = nullptr) noexcept;
 
 // Gradients given out and lse from forward and dout [bh,tq,dv]. delta [bh,tq] is caller
 // scratch (receives rowsum(dout ⊙ out)). dq [bh,tq,dh], dk [bh,tk,dh], dv [bh,tk,dv] are
 // overwritten. Rows with no visible key contribute nothing (zero, never NaN).
 void flash_attention_backward(const FlashAttentionSpec& spec, const float* q, const float* k,
                               const float* v, const float* out, const float* lse, const float* dout,
-                              float* delta, float* dq, float* dk, float* dv) noexcept;
+                              float* delta, float* dq, float* dk, float* dv,
+                              const float* probs = nullptr) noexcept;
+
+// Kept probabilities. The backward pass recomputes P = exp(S − lse) tile by tile: one of
+// its five tile products (seven in forward + backward) and every exp. A forward given
+// `probs` (flash_attention_probs_size(spec) floats) also writes P there, normalised, in
+// the tile layout the backward reads; a backward given the same `probs` reads P from there
+// instead: a seventh fewer products and no exps, for Tq × Tk floats of memory (the
+// caller's budget decides; see ops::FlashAttentionOptions::keep_probs_up_to_bytes). P is
+// then formed as exp(S − m_tile) · exp(m_tile − m) / l (the forward's online softmax)
+// rather than exp(S − lse), so the gradients differ from the recomputing backward's in
+// the last bits; either way they are the same for any thread count.
+// The size: one slot of min(64, tk) × min(64, tq rounded up to 16) floats per (head, tile
+// of 64 queries, tile of 64 keys). A forward that keeps them runs one query (tq = 1, a
+// decoding step's shape) through the tiles too, instead of its single-query path.
+int64_t flash_attention_probs_size(const FlashAttentionSpec& spec) noexcept;
 
 // Attention weights of query rows [row_begin, row_end) of every head, recomputed from
 // lse: p [bh, row_end − row_begin, tk] (0 where masked, all 0 for a fully masked row).

@@ -30,11 +30,27 @@ struct FlashAttentionOptions {
   // and weights only (backward raises ValueError): a beam's rows share their sentence's
   // cross-attention keys and values instead of each holding a copy.
   std::span<const int64_t> key_rows;
+  // Forward (F32): keep the attention probabilities for backward when they take at most
+  // this many bytes (kernels::flash_attention_probs_size floats, ~Tq·Tk per head): the
+  // backward then skips recomputing them, a seventh of forward + backward's products and
+  // all its exps. 0: never (flash attention's O(T) memory). See kFlashKeepProbsBytes.
+  int64_t keep_probs_up_to_bytes = 0;
 };
 
+// The budget autograd's scaled_dot_attention gives keep_probs_up_to_bytes per call:
+// training batches (a few hundred tokens per sentence) keep theirs; long sequences
+// (8 heads at T = 8192 would need 2 GiB) recompute, in O(T) memory.
+inline constexpr int64_t kFlashKeepProbsBytes = int64_t(256) << 20;
+
+// The bytes flash_attention keeps for backward given keep_probs_up_to_bytes = budget, for
+// bh = B·H heads of tq queries over tk keys (F32); 0 where it would recompute them. What
+// training's memory estimate counts per attention call.
+int64_t flash_attention_kept_bytes(int64_t bh, int64_t tq, int64_t tk, int64_t budget);
+
 struct FlashAttentionResult {
-  Tensor out;  // [..., Tq, Dv]
-  Tensor lse;  // [..., Tq], saved for backward and weights
+  Tensor out;    // [..., Tq, Dv]
+  Tensor lse;    // [..., Tq], saved for backward and weights
+  Tensor probs;  // F32 [flash_attention_probs_size] when kept (see above), else undefined
 };
 
 struct FlashAttentionGradients {
@@ -47,11 +63,13 @@ struct FlashAttentionGradients {
 FlashAttentionResult flash_attention(const TensorView& q, const TensorView& k, const TensorView& v,
                                      const FlashAttentionOptions& options = {});
 
-// dout [..., Tq, Dv]; out and lse from flash_attention on the same inputs and options.
+// dout [..., Tq, Dv]; out, lse and (when it kept them) probs from flash_attention on the
+// same inputs and options. ShapeError when probs is not the size that forward keeps.
 FlashAttentionGradients flash_attention_backward(const TensorView& dout, const TensorView& q,
                                                  const TensorView& k, const TensorView& v,
                                                  const TensorView& out, const TensorView& lse,
-                                                 const FlashAttentionOptions& options = {});
+                                                 const FlashAttentionOptions& options = {},
+                                                 const TensorView& probs = {});
 
 // Query rows [begin, end) of the attention weights; end = -1 means Tq.
 struct RowRange {
