@@ -186,19 +186,28 @@ constexpr Shape kShapes[] = {
     {1, 70, 130, 200, 150},
 };
 
-TEST(FlashAttention, MatchesReferenceOnEveryTarget) {
-  uint32_t n = 0;
-  for (const Shape& sh : kShapes)
+// Every shape with and without the causal mask and key lengths: the problem, its float64
+// reference (target-independent: computed once), then check(shape, problem, reference)
+// on every SIMD target.
+template <class Check>
+void on_every_problem(std::span<const Shape> shapes, uint32_t seed, Check check) {
+  for (const Shape& sh : shapes)
     for (bool causal : {false, true})
       for (bool lengths : {false, true}) {
         SCOPED_TRACE(::testing::Message()
                      << "bh " << sh.bh << " tq " << sh.tq << " tk " << sh.tk << " dh " << sh.dh
                      << " dv " << sh.dv << " causal " << causal << " lengths " << lengths);
         const Problem p = make_problem(sh.bh, sh.tq, sh.tk, sh.dh, sh.dv, causal, lengths,
-                                       seed_for(++n, sh.tq, sh.dh));
+                                       seed_for(++seed, sh.tq, sh.dh));
         const Reference want = run_reference(p);
-        for_each_simd_target([&](const SimdTarget&) { check_against_reference(p, want); });
+        for_each_simd_target([&](const SimdTarget&) { check(sh, p, want); });
       }
+}
+
+TEST(FlashAttention, MatchesReferenceOnEveryTarget) {
+  on_every_problem(kShapes, 0, [](const Shape&, const Problem& p, const Reference& want) {
+    check_against_reference(p, want);
+  });
 }
 
 // Kept probabilities: the same accuracy, forward's results unchanged by keeping them
@@ -208,24 +217,13 @@ TEST(FlashAttention, KeptProbabilitiesMatchReferenceOnEveryTarget) {
   constexpr Shape kKeptShapes[] = {{2, 1, 239, 128, 64},   {2, 3, 300, 59, 111},
                                    {2, 130, 150, 32, 24},  {1, 1024, 1, 7, 128},
                                    {1, 70, 130, 200, 150}, {3, 30, 31, 16, 16}};
-  uint32_t n = 100;
-  for (const Shape& sh : kKeptShapes)
-    for (bool causal : {false, true})
-      for (bool lengths : {false, true}) {
-        SCOPED_TRACE(::testing::Message()
-                     << "bh " << sh.bh << " tq " << sh.tq << " tk " << sh.tk << " dh " << sh.dh
-                     << " dv " << sh.dv << " causal " << causal << " lengths " << lengths);
-        const Problem p = make_problem(sh.bh, sh.tq, sh.tk, sh.dh, sh.dv, causal, lengths,
-                                       seed_for(++n, sh.tq, sh.dh));
-        const Reference want = run_reference(p);
-        for_each_simd_target([&](const SimdTarget&) {
-          check_against_reference(p, want, /*keep=*/true);
-          if (sh.tq == 1) return;  // keeping runs one query through the tiles: other bits
-          const Result kept = run_fused(p, true), recomputed = run_fused(p);
-          EXPECT_TRUE(bitwise_equal(kept.out, recomputed.out));
-          EXPECT_TRUE(bitwise_equal(kept.lse, recomputed.lse));
-        });
-      }
+  on_every_problem(kKeptShapes, 100, [](const Shape& sh, const Problem& p, const Reference& want) {
+    check_against_reference(p, want, /*keep=*/true);
+    if (sh.tq == 1) return;  // keeping runs one query through the tiles: other bits
+    const Result kept = run_fused(p, true), recomputed = run_fused(p);
+    EXPECT_TRUE(bitwise_equal(kept.out, recomputed.out));
+    EXPECT_TRUE(bitwise_equal(kept.lse, recomputed.lse));
+  });
 }
 
 // The backward really reads what forward kept: with the kept probabilities zeroed every
