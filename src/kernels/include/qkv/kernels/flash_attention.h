@@ -1,8 +1,9 @@
 // Fused ("flash") scaled-dot attention, FlashAttention-2 style (Dao 2023, Algorithms 1
 // and 2): O = softmax(scale · Q Kᵀ, masked) V without ever materialising the tq × tk
 // score matrix. Memory is O(T): besides the outputs only lse [bh, tq] (and delta
-// [bh, tq] in backward) is kept; tiles of scores (and the query tile transposed, for
-// head dims up to 128 at once) live on the stack: under 100 KiB per call and thread.
+// [bh, tq] in backward) is kept, unless the caller asks to keep the probabilities
+// (below); tiles of scores (and the query tile transposed, for head dims up to 128 at
+// once) live on the stack: under 100 KiB per call and thread.
 //
 // Layouts (all contiguous, row-major):
 //   q [bh, tq, dh], k [bh, tk, dh], v [bh, tk, dv], out/dout [bh, tq, dv], lse [bh, tq].
@@ -34,16 +35,17 @@ void flash_attention_backward(const FlashAttentionSpec& spec, const float* q, co
 
 // Kept probabilities. The backward pass recomputes P = exp(S − lse) tile by tile: one of
 // its five tile products (seven in forward + backward) and every exp. A forward given
-// `probs` (flash_attention_probs_size(spec) floats) also writes P there, normalised, in
-// the tile layout the backward reads; a backward given the same `probs` reads P from there
-// instead: a seventh fewer products and no exps, for Tq × Tk floats of memory (the
-// caller's budget decides; see ops::FlashAttentionOptions::keep_probs_up_to_bytes). P is
-// then formed as exp(S − m_tile) · exp(m_tile − m) / l (the forward's online softmax)
-// rather than exp(S − lse), so the gradients differ from the recomputing backward's in
-// the last bits; either way they are the same for any thread count.
-// The size: one slot of min(64, tk) × min(64, tq rounded up to 16) floats per (head, tile
-// of 64 queries, tile of 64 keys). A forward that keeps them runs one query (tq = 1, a
-// decoding step's shape) through the tiles too, instead of its single-query path.
+// `probs` (flash_attention_probs_size(spec) floats) also keeps P there, in the tile
+// layout the backward reads (each tile's exp(S − m_tile) from the online softmax and a
+// row of factors exp(m_tile − m) / l); a backward given the same `probs` forms P from
+// them instead: a seventh fewer products and no exps, for Tq × Tk floats of memory (the
+// caller's budget decides; see ops::FlashAttentionOptions::keep_probs_up_to_bytes). P so
+// formed differs from exp(S − lse) in the last bits, and so do the gradients from the
+// recomputing backward's; either way they are the same for any thread count.
+// The size: per (head, tile of 64 queries, tile of 64 keys) one slot of
+// (min(64, tk) + 1) × min(64, tq rounded up to 16) floats. A forward that keeps them runs
+// one query (tq = 1, a decoding step's shape) through the tiles too, instead of its
+// single-query path.
 int64_t flash_attention_probs_size(const FlashAttentionSpec& spec) noexcept;
 
 // Attention weights of query rows [row_begin, row_end) of every head, recomputed from
