@@ -229,12 +229,13 @@ int run_case(const std::string& name, int reps, double min_time) {
             *dv = bufs[9].get();
       // Working memory of the call, as the training step's allocator hands it out again:
       // allocated here, first touched by the first (untimed) call, so it counts in +MiB.
-      const int64_t kept = qkv::kernels::flash_attention_probs_size(s);
+      const int64_t kept =
+          qkv::ops::flash_attention_kept_bytes(s.bh, s.tq, s.tk, qkv::ops::kFlashKeepProbsBytes);
       std::shared_ptr<qkv::AlignedArray<float>> probs;
-      if (kept > 0 && kept <= qkv::ops::kFlashKeepProbsBytes / int64_t(sizeof(float))) {
+      if (kept > 0) {
         probs = std::make_shared<qkv::AlignedArray<float>>(
-            qkv::make_aligned_array<float>(size_t(kept)));
-        kept_probs_mib = double(kept) * sizeof(float) / (1 << 20);
+            qkv::make_aligned_array<float>(size_t(kept) / sizeof(float)));
+        kept_probs_mib = double(kept) / (1 << 20);
       }
       fn = [=] {
         float* p = probs ? probs->get() : nullptr;

@@ -33,8 +33,8 @@
 // one chunk per head, so dQ/dK/dV of a head are written by one thread only.
 //
 // Kept probabilities (flash_attention_probs_size): the forward copies each P̃ᵀ tile into
-// its slot and remembers the lanes' m it was formed with; once the query tile's last key
-// tile is done (m and l final) it writes each slot's factor row f = exp(m_tile − m) / l.
+// its slot and the lanes' m it was formed with into the slot's factor row; once the query tile's
+// last key tile is done (m and l final) it writes each slot's factor row f = exp(m_tile − m) / l.
 // The backward forms Pᵀ = P̃ᵀ · f from the slot instead of Sᵀ and its exps. What it
 // costs is memory traffic: at B = 8, T = 512 writing and reading the 64 MiB of slots took
 // ~10 % of forward + backward (the core's miss limit, ~15 GB/s) against the ~16 % the S
@@ -47,7 +47,6 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <vector>
 
 #include "kernels/detail/tile_product.h"
 #include "qkv/base/thread_pool.h"
@@ -72,6 +71,9 @@ inline int64_t flash_probs_slot(int64_t tq, int64_t tk) {
 }
 inline int64_t flash_tiles(int64_t t) {
   return (t + kFlashTile - 1) / kFlashTile;
+}
+inline int64_t flash_probs_query_tile(int64_t tq, int64_t tk) {  // one slot per key tile
+  return flash_tiles(tk) * flash_probs_slot(tq, tk);
 }
 }  // namespace qkv::kernels::detail
 #endif
@@ -234,18 +236,18 @@ HWY_NOINLINE void OnlineSoftmaxT(float* st, int64_t nc, int64_t nrp, int64_t j0,
   }
 }
 
-// Kept probabilities: each slot t's factor row f = exp(m_t − m) / l per lane, where mt
-// [t, nrp] holds the m each tile's P̃ was formed with. Lanes that had seen no key by tile
-// t (m_t = −inf: their P̃ there is 0) and lanes that see none (l = 0, the pad lanes) get 0.
+// Kept probabilities: each slot t's factor row, which holds the m_t its P̃ was formed
+// with, becomes f = exp(m_t − m) / l per lane. Lanes that had seen no key by tile t
+// (m_t = −inf: their P̃ there is 0) and lanes that see none (l = 0, the pad lanes) get 0.
 HWY_NOINLINE void KeepFactorsT(float* slots, int64_t slot, int64_t factors, int64_t kend,
-                               int64_t nrp, const float* mt, const QueryLanes& q) {
+                               int64_t nrp, const QueryLanes& q) {
   const DF d;
   const VF ninf = hn::Set(d, -kInf);
   for (int64_t t = 0; t * kBc < kend; ++t) {
     float* f = slots + t * slot + factors;
     for (int64_t i = 0; i < nrp; i += int64_t(hn::Lanes(d))) {
       const VF m = hn::Load(d, q.m + i), l = hn::Load(d, q.l + i);
-      const VF m_t = hn::LoadU(d, mt + t * nrp + i);
+      const VF m_t = hn::LoadU(d, f + i);
       const auto seen = hn::And(hn::Ne(m_t, ninf), hn::Gt(l, hn::Zero(d)));
       const VF e = hn::Exp(d, hn::IfThenElseZero(seen, hn::Sub(m_t, m)));
       hn::StoreU(hn::IfThenElseZero(seen, hn::Div(e, hn::IfThenElse(seen, l, hn::Set(d, 1.0f)))), d,
@@ -276,7 +278,6 @@ void ForwardTile(const FlashAttentionSpec& s, const float* q, const float* k, co
   const int64_t kend = TileKeyEnd(s, h, q0, q0 + nr);
   const int64_t slot = detail::flash_probs_slot(s.tq, s.tk);
   const int64_t factors = detail::flash_probs_factors(s.tq, s.tk);
-  std::vector<float> mt(slots ? size_t(detail::flash_tiles(kend) * nrp) : 0);  // [tile, nrp]
   for (int64_t j0 = 0; j0 < kend; j0 += kBc) {
     const int64_t nc = std::min(kBc, kend - j0);
     ProductT(kh + j0 * s.dh, nc, float(s.scale), qt, st);
@@ -284,16 +285,17 @@ void ForwardTile(const FlashAttentionSpec& s, const float* q, const float* k, co
       OnlineSoftmaxT<false>(st, nc, nrp, j0, lanes);
     else
       OnlineSoftmaxT<true>(st, nc, nrp, j0, lanes);
-    if (slots) {
-      std::copy(st, st + nc * nrp, slots + j0 / kBc * slot);
-      std::copy(lanes.m, lanes.m + nrp, mt.data() + j0 / kBc * nrp);
+    if (slots) {  // P̃ᵀ, and the m it was formed with in the factor row (for now)
+      float* kept = slots + j0 / kBc * slot;
+      std::copy(st, st + nc * nrp, kept);
+      std::copy(lanes.m, lanes.m + nrp, kept + factors);
     }
     for (int64_t r = 0; r < nr; ++r)
       if (lanes.alpha[r] != 1.0f) ScaleRow(ot + r * s.dv, s.dv, lanes.alpha[r]);
     // O += P̃ V_tile: A = P̃ᵀ read transposed, B = V_tile [nc, dv].
     TileProductRun({nr, s.dv, nc, st, 1, nrp, vh + j0 * s.dv, s.dv, ot, s.dv, 1.0f, true});
   }
-  if (slots) KeepFactorsT(slots, slot, factors, kend, nrp, mt.data(), lanes);
+  if (slots) KeepFactorsT(slots, slot, factors, kend, nrp, lanes);
   for (int64_t r = 0; r < nr; ++r) {
     if (lanes.l[r] == 0.0f) {  // no visible key: O = 0 (already), lse = -inf
       lse[h * s.tq + q0 + r] = -kInf;
@@ -458,8 +460,7 @@ void ForwardImpl(const FlashAttentionSpec& s, const float* q, const float* k, co
     return;
   }
   const int64_t tiles = detail::flash_tiles(s.tq);
-  // A query tile's slots: one per key tile.
-  const int64_t slots = detail::flash_tiles(s.tk) * detail::flash_probs_slot(s.tq, s.tk);
+  const int64_t slots = detail::flash_probs_query_tile(s.tq, s.tk);
   parallel_for(0, s.bh * tiles, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       const int64_t h = c / tiles, q0 = (c % tiles) * kBr;
@@ -582,7 +583,7 @@ void BackwardHead(const FlashAttentionSpec& s, const float* q, const float* k, c
     delta[h * s.tq + i] = float(acc);
   }
   const int64_t tiles = detail::flash_tiles(s.tq);
-  const int64_t slots = detail::flash_tiles(s.tk) * detail::flash_probs_slot(s.tq, s.tk);
+  const int64_t slots = detail::flash_probs_query_tile(s.tq, s.tk);
   for (int64_t q0 = 0; q0 < s.tq; q0 += kBr)
     BackwardQueryTile(s, q, k, v, lse, dout, delta, dq, dk, dv, h, q0, std::min(kBr, s.tq - q0),
                       probs ? probs + (h * tiles + q0 / kBr) * slots : nullptr);
@@ -654,8 +655,7 @@ void flash_attention_backward(const FlashAttentionSpec& spec, const float* q, co
 }
 
 int64_t flash_attention_probs_size(const FlashAttentionSpec& spec) noexcept {
-  return spec.bh * detail::flash_tiles(spec.tq) * detail::flash_tiles(spec.tk) *
-         detail::flash_probs_slot(spec.tq, spec.tk);
+  return spec.bh * detail::flash_tiles(spec.tq) * detail::flash_probs_query_tile(spec.tq, spec.tk);
 }
 
 void flash_attention_weights(const FlashAttentionSpec& spec, const float* q, const float* k,
