@@ -32,15 +32,17 @@
 //   dQ += scale·dS K,  dK += scale·dSᵀ Q,
 // one chunk per head, so dQ/dK/dV of a head are written by one thread only.
 //
-// Kept probabilities (flash_attention_probs_size): the forward copies each P̃ᵀ tile into
-// its slot and the lanes' m it was formed with into the slot's factor row; once the query tile's
-// last key tile is done (m and l final) it writes each slot's factor row f = exp(m_tile − m) / l.
-// The backward forms Pᵀ = P̃ᵀ · f from the slot instead of Sᵀ and its exps. What it
-// costs is memory traffic: at B = 8, T = 512 writing and reading the 64 MiB of slots took
-// ~10 % of forward + backward (the core's miss limit, ~15 GB/s) against the ~16 % the S
-// product and exps took; normalising the slots in the forward instead read and wrote them
-// all again, and neither non-temporal stores, streaming P̃ from inside the online softmax
-// nor prefetching the next slot during the products changed the cost.
+// Kept probabilities (flash_attention_probs_size): the forward's softmax writes each P̃ᵀ
+// tile into its slot (the P̃ V product reads it there) and the lanes' m it was formed with
+// into the slot's factor row; once the query tile's last key tile is done (m and l final)
+// it writes each slot's factor row f = exp(m_tile − m) / l. The backward forms Pᵀ = P̃ᵀ · f
+// from the slot instead of Sᵀ and its exps. What it costs is memory traffic, 16 KiB out
+// and back per tile pair: fetched when needed, at the core's miss limit (~15 GB/s), it
+// took ~10 % of forward + backward at B = 8, T = 512. Each pass therefore fetches the next
+// slot during the current pair's products, a cache line per micro-kernel step
+// (TileProduct::prefetch): B = 1, T = 1024 forward + backward went 43.7 → 40.7 ms
+// (AVX-512; KeptProbT's share 5.6 → 1.5 %). Bursts did not help: non-temporal stores,
+// or prefetching a slot in four quarters between products, left the cost unchanged.
 #include "qkv/kernels/flash_attention.h"
 
 #include <algorithm>
@@ -200,11 +202,13 @@ HWY_INLINE auto Sees(const hn::Vec<DI> visible, int64_t j) {
 }
 
 // One online-softmax step over a score tile st = Sᵀ [nc, nrp] of keys j0..: updates
-// m, l, α per lane and turns st into P̃ᵀ = exp(Sᵀ − m'), 0 where masked. kMasked =
+// m, l, α per lane and writes P̃ᵀ = exp(Sᵀ − m'), 0 where masked, to pt [nc, nrp] (st
+// itself, or a kept slot). kMasked =
 // false when every lane sees every key of the tile (same results, no compare/select:
 // the softmax was 19 % of a forward pass on AVX2 at d = 64).
 template <bool kMasked>
-HWY_NOINLINE void OnlineSoftmaxT(float* st, int64_t nc, int64_t nrp, int64_t j0, QueryLanes& q) {
+HWY_NOINLINE void OnlineSoftmaxT(const float* st, int64_t nc, int64_t nrp, int64_t j0,
+                                 QueryLanes& q, float* pt) {
   const DF d;
   const DI di;
   const VF ninf = hn::Set(d, -kInf);
@@ -224,10 +228,9 @@ HWY_NOINLINE void OnlineSoftmaxT(float* st, int64_t nc, int64_t nrp, int64_t j0,
     const VF alpha = hn::IfThenElse(keep, hn::Set(d, 1.0f), hn::Exp(d, hn::Sub(mold, msub)));
     VF sum = hn::Zero(d);
     for (int64_t j = 0; j < nc; ++j) {
-      float* sj = st + j * nrp + i;
-      VF p = ExpSoftmax(d, hn::Sub(hn::LoadU(d, sj), msub));
+      VF p = ExpSoftmax(d, hn::Sub(hn::LoadU(d, st + j * nrp + i), msub));
       if constexpr (kMasked) p = hn::IfThenElseZero(Sees(visible, j0 + j), p);
-      hn::StoreU(p, d, sj);
+      hn::StoreU(p, d, pt + j * nrp + i);
       sum = hn::Add(sum, p);
     }
     hn::Store(mnew, d, q.m + i);
@@ -281,19 +284,23 @@ void ForwardTile(const FlashAttentionSpec& s, const float* q, const float* k, co
   for (int64_t j0 = 0; j0 < kend; j0 += kBc) {
     const int64_t nc = std::min(kBc, kend - j0);
     ProductT(kh + j0 * s.dh, nc, float(s.scale), qt, st);
+    // P̃ᵀ goes into its slot when kept (and the m it was formed with into the slot's
+    // factor row, for now), else back into st.
+    float* pt = slots ? slots + j0 / kBc * slot : st;
     if (j0 + nc <= all_see)
-      OnlineSoftmaxT<false>(st, nc, nrp, j0, lanes);
+      OnlineSoftmaxT<false>(st, nc, nrp, j0, lanes, pt);
     else
-      OnlineSoftmaxT<true>(st, nc, nrp, j0, lanes);
-    if (slots) {  // P̃ᵀ, and the m it was formed with in the factor row (for now)
-      float* kept = slots + j0 / kBc * slot;
-      std::copy(st, st + nc * nrp, kept);
-      std::copy(lanes.m, lanes.m + nrp, kept + factors);
-    }
+      OnlineSoftmaxT<true>(st, nc, nrp, j0, lanes, pt);
+    if (slots) std::copy(lanes.m, lanes.m + nrp, pt + factors);
     for (int64_t r = 0; r < nr; ++r)
       if (lanes.alpha[r] != 1.0f) ScaleRow(ot + r * s.dv, s.dv, lanes.alpha[r]);
     // O += P̃ V_tile: A = P̃ᵀ read transposed, B = V_tile [nc, dv].
-    TileProductRun({nr, s.dv, nc, st, 1, nrp, vh + j0 * s.dv, s.dv, ot, s.dv, 1.0f, true});
+    TileProduct pv{nr, s.dv, nc, pt, 1, nrp, vh + j0 * s.dv, s.dv, ot, s.dv, 1.0f, true};
+    if (slots && j0 + kBc < kend) {  // fetch the next slot while multiplying
+      pv.prefetch = pt + slot;
+      pv.prefetch_floats = std::min(kBc, kend - j0 - kBc) * nrp;
+    }
+    TileProductRun(pv);
   }
   if (slots) KeepFactorsT(slots, slot, factors, kend, nrp, lanes);
   for (int64_t r = 0; r < nr; ++r) {
@@ -560,10 +567,20 @@ void BackwardQueryTile(const FlashAttentionSpec& s, const float* q, const float*
       else
         ProbT<true>(pt, nc, nrp, j0, lanes);
     }
-    TileProductRun({nc, s.dv, nr, pt, nrp, 1, dorows, s.dv, dvt, s.dv, 1.0f, true});  // dV += Pᵀ dO
+    TileProduct dvp{nc, s.dv, nr, pt, nrp, 1, dorows, s.dv, dvt, s.dv, 1.0f, true};  // dV += Pᵀ dO
+    TileProduct dqp{nr, s.dh, nc, dpt, 1, nrp, kt, s.dh, dqrows, s.dh, scale, true};  // dQ += dS K
+    if (slots && j0 + kBc < kend) {  // fetch the next slot while multiplying
+      const float* next = slots + (j0 / kBc + 1) * slot;
+      const int64_t floats = std::min(kBc, kend - j0 - kBc) * nrp;
+      dvp.prefetch = next;
+      dvp.prefetch_floats = floats / 2;
+      dqp.prefetch = next + floats / 2;
+      dqp.prefetch_floats = floats - floats / 2;
+    }
+    TileProductRun(dvp);
     ProductT(vt, nc, 1.0f, dot, dpt);  // dPᵀ = V dOᵀ
     SoftmaxGradT(pt, dpt, nc, nrp, lanes);
-    TileProductRun({nr, s.dh, nc, dpt, 1, nrp, kt, s.dh, dqrows, s.dh, scale, true});  // dQ += dS K
+    TileProductRun(dqp);
     TileProductRun(
         {nc, s.dh, nr, dpt, nrp, 1, qrows, s.dh, dkt, s.dh, scale, true});  // dK += dSᵀ Q
   }

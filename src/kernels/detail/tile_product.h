@@ -29,6 +29,11 @@ struct TileProduct {
   // accumulate C = (alpha·AB + C) + bias): the same bits as adding it afterwards, one
   // pass fewer over C.
   const float* bias = nullptr;
+  // [prefetch_floats] or nullptr: memory the caller reads or writes next (a kept
+  // probabilities slot), fetched a cache line per k step spread over the product's
+  // blocks, so that the misses overlap the multiply-adds instead of stalling later.
+  const float* prefetch = nullptr;
+  int64_t prefetch_floats = 0;
 };
 
 // The micro-kernel on the dispatched SIMD target (defined in flash_attention.cpp): for

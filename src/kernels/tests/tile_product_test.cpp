@@ -1,8 +1,8 @@
 // The flash-attention micro-kernel (kernels/detail/tile_product.h) against a scalar
 // loop, on every SIMD target: odd m (row tails below the register tile), odd n (a full
 // vector, then a masked one), odd k, A row-major or read transposed, overwrite or
-// accumulate, with or without a bias, and rows of B and C wider than n whose extra
-// columns must stay untouched.
+// accumulate, with or without a bias, with or without a prefetch span (which must not
+// change a bit), and rows of B and C wider than n whose extra columns must stay untouched.
 #include "kernels/detail/tile_product.h"
 
 #include <gtest/gtest.h>
@@ -29,6 +29,7 @@ constexpr float kSentinel = 12345.0f;
 struct Case {
   int64_t m, n, k;
   bool transposed_a, accumulate, bias;
+  int64_t prefetch_floats;  // 0: no prefetch span
 };
 
 // C as the kernel must produce it: per element the fma chain over t = 0..k−1 in order,
@@ -81,6 +82,11 @@ void check(const Case& cs, bool fused_multiply_add, uint32_t seed) {
                 0.75f,
                 cs.accumulate,
                 cs.bias ? bias.data() : nullptr};
+  const std::vector<float> prefetched = random_floats(cs.prefetch_floats, seed + 4);
+  if (cs.prefetch_floats > 0) {
+    p.prefetch = prefetched.data();
+    p.prefetch_floats = cs.prefetch_floats;
+  }
   detail::tile_product(p);
   const std::vector<float> want = scalar_product(p, c0);
   for (int64_t r = 0; r < cs.m; ++r)
@@ -117,7 +123,10 @@ TEST(TileProduct, MatchesScalarLoopOnEveryTarget) {
                 SCOPED_TRACE(::testing::Message()
                              << "m " << m << " n " << nn << " k " << k << " transposed A "
                              << transposed << " accumulate " << accumulate << " bias " << bias);
-                check({m, nn, k, transposed, accumulate, bias}, fma, seed_for(++n, m, nn));
+                // Prefetch spans of none, fewer and more lines than the product has steps.
+                const int64_t prefetch = int64_t(n % 3) * 700;
+                check({m, nn, k, transposed, accumulate, bias, prefetch}, fma,
+                      seed_for(++n, m, nn));
                 if (::testing::Test::HasFatalFailure()) return;
               }
   });
