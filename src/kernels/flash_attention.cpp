@@ -477,6 +477,22 @@ void ForwardImpl(const FlashAttentionSpec& s, const float* q, const float* k, co
   });
 }
 
+// Σ_c a[c]·b[c] over [0, n) in double (each product exact), as vectors of doubles: the
+// scalar loop was ~1.4 % of forward + backward at T = 512.
+HWY_INLINE double DotF64(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, int64_t n) {
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> df;  // as many floats as dd has doubles
+  const int64_t lanes = int64_t(hn::Lanes(dd));
+  auto acc = hn::Zero(dd);
+  int64_t c = 0;
+  for (; c + lanes <= n; c += lanes)
+    acc = hn::MulAdd(hn::PromoteTo(dd, hn::LoadU(df, a + c)),
+                     hn::PromoteTo(dd, hn::LoadU(df, b + c)), acc);
+  double sum = hn::GetLane(hn::SumOfLanes(dd, acc));
+  for (; c < n; ++c) sum += double(a[c]) * double(b[c]);
+  return sum;
+}
+
 // Per-query (lane) inputs of the backward pass of one query tile; pad lanes and
 // fully masked queries see no key (visible 0), so their P and dS are 0.
 struct BackwardLanes {
@@ -592,13 +608,9 @@ void BackwardHead(const FlashAttentionSpec& s, const float* q, const float* k, c
   std::fill(dq + h * s.tq * s.dh, dq + (h + 1) * s.tq * s.dh, 0.0f);
   std::fill(dk + h * s.tk * s.dh, dk + (h + 1) * s.tk * s.dh, 0.0f);
   std::fill(dv + h * s.tk * s.dv, dv + (h + 1) * s.tk * s.dv, 0.0f);
-  for (int64_t i = 0; i < s.tq; ++i) {  // δ_i = dO_i · O_i (0 on fully masked rows: O = 0)
-    const float* o = out + (h * s.tq + i) * s.dv;   // [dv]
-    const float* g = dout + (h * s.tq + i) * s.dv;  // [dv]
-    double acc = 0;
-    for (int64_t c = 0; c < s.dv; ++c) acc += double(o[c]) * double(g[c]);
-    delta[h * s.tq + i] = float(acc);
-  }
+  for (int64_t i = 0; i < s.tq; ++i)  // δ_i = dO_i · O_i (0 on fully masked rows: O = 0)
+    delta[h * s.tq + i] =
+        float(DotF64(out + (h * s.tq + i) * s.dv, dout + (h * s.tq + i) * s.dv, s.dv));
   const int64_t tiles = detail::flash_tiles(s.tq);
   const int64_t slots = detail::flash_probs_query_tile(s.tq, s.tk);
   for (int64_t q0 = 0; q0 < s.tq; q0 += kBr)
