@@ -203,9 +203,9 @@ HWY_INLINE auto Sees(const hn::Vec<DI> visible, int64_t j) {
 
 // One online-softmax step over a score tile st = Sᵀ [nc, nrp] of keys j0..: updates
 // m, l, α per lane and writes P̃ᵀ = exp(Sᵀ − m'), 0 where masked, to pt [nc, nrp] (st
-// itself, or a kept slot). kMasked =
-// false when every lane sees every key of the tile (same results, no compare/select:
-// the softmax was 19 % of a forward pass on AVX2 at d = 64).
+// itself, or a kept slot). kMasked = false when every lane sees every key of the tile
+// (same results, no compare/select: the softmax was 19 % of a forward pass on AVX2 at
+// d = 64).
 template <bool kMasked>
 HWY_NOINLINE void OnlineSoftmaxT(const float* st, int64_t nc, int64_t nrp, int64_t j0,
                                  QueryLanes& q, float* pt) {

@@ -14,6 +14,9 @@
 // accumulators + 2 B + 1 broadcast = 15 registers; AVX-512 (32 zmm): 12 × 2 = 24 + 3.
 // Tails: the last rows (< kTileRows) by the same code with fewer rows; columns by one
 // full vector, then one masked vector (MaskedLoad / BlendedStore) for n mod lanes.
+// Prefetch (TileProduct::prefetch): the lines a caller needs next, spread evenly over
+// the blocks, one per k step, so their misses overlap the FMAs (the step has load slots
+// to spare: 2 + kTileRows loads per 2·kTileRows FMAs).
 // Measured (64×64×64, A as rows and A transposed + accumulate, best of 40 × 2000 calls
 // by thread CPU time on the shared 2-core AMD EPYC): AVX2 6×2 91-95 GFLOP/s, 4×3 92-96,
 // 4×2 88-100, 5×2 85-91; AVX-512 12×2 179-203, 6×4 193-219, 4×4 182-200, 8×3 175-198,
@@ -46,17 +49,18 @@ using VF = hn::Vec<DF>;
 constexpr int kTileRows = hn::MaxLanes(DF()) >= 16 ? 12 : 6;
 constexpr int kTileVectors = 2;
 
-// C[0:R, cols of NV vectors] of the product, with a, b, c already offset to the
-// block's first row / column. Partial: the last vector holds only `tail` lanes.
-// Not inlined, so that profiles name it: one call per R × NV·lanes × k block costs
-// nothing measurable (inlined vs not, interleaved runs: within the ±10 % noise).
-// The lines of p.prefetch still to fetch, and how many each block takes.
+// The lines of p.prefetch still to fetch (a cache line per k step of each block), and
+// how many each block takes.
 struct PrefetchCursor {
   const float* next;
   int64_t lines, per_block;
 };
 constexpr int64_t kLineFloats = 16;
 
+// C[0:R, cols of NV vectors] of the product, with a, b, c already offset to the
+// block's first row / column. Partial: the last vector holds only `tail` lanes.
+// Not inlined, so that profiles name it: one call per R × NV·lanes × k block costs
+// nothing measurable (inlined vs not, interleaved runs: within the ±10 % noise).
 template <int R, int NV, bool kPartial>
 HWY_NOINLINE void Block(const detail::TileProduct& p, const float* HWY_RESTRICT a,
                         const float* HWY_RESTRICT b, float* HWY_RESTRICT c,
