@@ -189,6 +189,19 @@ HWY_INLINE void ProductT(const float* rows, int64_t nc, float alpha, QueryTileT&
   }
 }
 
+// The kept slot of the key tile after the one at j0 (its first floats: keys × lanes),
+// or none past the query tile's last visible key tile: what each pass fetches during the
+// current tile pair's products (TileProduct::prefetch).
+struct SlotSpan {
+  const float* at = nullptr;
+  int64_t floats = 0;
+};
+HWY_INLINE SlotSpan NextSlot(const float* slots, int64_t slot, int64_t j0, int64_t kend,
+                             int64_t nrp) {
+  if (!slots || j0 + kBc >= kend) return {};
+  return {slots + (j0 / kBc + 1) * slot, std::min(kBc, kend - j0 - kBc) * nrp};
+}
+
 // Per-query (lane) state of one query tile; pad lanes see no key.
 struct QueryLanes {
   HWY_ALIGN int32_t visible[kBr];
@@ -296,10 +309,9 @@ void ForwardTile(const FlashAttentionSpec& s, const float* q, const float* k, co
       if (lanes.alpha[r] != 1.0f) ScaleRow(ot + r * s.dv, s.dv, lanes.alpha[r]);
     // O += P̃ V_tile: A = P̃ᵀ read transposed, B = V_tile [nc, dv].
     TileProduct pv{nr, s.dv, nc, pt, 1, nrp, vh + j0 * s.dv, s.dv, ot, s.dv, 1.0f, true};
-    if (slots && j0 + kBc < kend) {  // fetch the next slot while multiplying
-      pv.prefetch = pt + slot;
-      pv.prefetch_floats = std::min(kBc, kend - j0 - kBc) * nrp;
-    }
+    const SlotSpan next = NextSlot(slots, slot, j0, kend, nrp);  // fetched while multiplying
+    pv.prefetch = next.at;
+    pv.prefetch_floats = next.floats;
     TileProductRun(pv);
   }
   if (slots) KeepFactorsT(slots, slot, factors, kend, nrp, lanes);
@@ -585,13 +597,12 @@ void BackwardQueryTile(const FlashAttentionSpec& s, const float* q, const float*
     }
     TileProduct dvp{nc, s.dv, nr, pt, nrp, 1, dorows, s.dv, dvt, s.dv, 1.0f, true};  // dV += Pᵀ dO
     TileProduct dqp{nr, s.dh, nc, dpt, 1, nrp, kt, s.dh, dqrows, s.dh, scale, true};  // dQ += dS K
-    if (slots && j0 + kBc < kend) {  // fetch the next slot while multiplying
-      const float* next = slots + (j0 / kBc + 1) * slot;
-      const int64_t floats = std::min(kBc, kend - j0 - kBc) * nrp;
-      dvp.prefetch = next;
-      dvp.prefetch_floats = floats / 2;
-      dqp.prefetch = next + floats / 2;
-      dqp.prefetch_floats = floats - floats / 2;
+    const SlotSpan next = NextSlot(slots, slot, j0, kend, nrp);  // fetched while multiplying,
+    if (next.at) {                                               // half in each product
+      dvp.prefetch = next.at;
+      dvp.prefetch_floats = next.floats / 2;
+      dqp.prefetch = next.at + next.floats / 2;
+      dqp.prefetch_floats = next.floats - next.floats / 2;
     }
     TileProductRun(dvp);
     ProductT(vt, nc, 1.0f, dot, dpt);  // dPᵀ = V dOᵀ
