@@ -6,8 +6,8 @@
 # ROUNDS (default 3), REPS calls per process (default 5), PAUSE seconds (default 10),
 # SHAPES (default "1:512 8:512 1:2048 8:1024", B:T pairs).
 # Why a separate script: on the 2-vCPU VM one process's times move 10-20 % from minute
-# to minute, and right after torch's process exits qkv's next calls ran up to 25 % slower
-# (the pause lets that settle); torch's own 1-thread times are bimodal (calls of 2-10×
+# to minute, and right after torch's process exits qkv's next calls ran 20-30 % slower
+# (the pause lets that settle); torch's own 1-thread times are bimodal (calls of 2-7×
 # its fast time, its temporaries faulted in afresh). One run of run_attention.sh is one
 # pair per case; this prints every round and the medians over rounds of
 #   torch median / qkv median     and     torch fastest / qkv fastest
