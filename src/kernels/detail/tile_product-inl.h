@@ -50,9 +50,10 @@ constexpr int kTileRows = hn::MaxLanes(DF()) >= 16 ? 12 : 6;
 constexpr int kTileVectors = 2;
 
 // The lines of p.prefetch still to fetch (a cache line per k step of each block), and
-// how many each block takes.
+// how many each block takes: the next one is line `line` of the row at `row`.
 struct PrefetchCursor {
-  const float* next;
+  const float* row;
+  int64_t line, lines_per_row, ld;
   int64_t lines, per_block;
 };
 constexpr int64_t kLineFloats = 16;
@@ -81,11 +82,14 @@ HWY_NOINLINE void Block(const detail::TileProduct& p, const float* HWY_RESTRICT 
       for (int v = 0; v < NV; ++v) hwy::Prefetch(c + r * p.ldc + v * lanes);
   }
   const int64_t pf_lines = std::min(pf.lines, pf.per_block);
-  const float* pf_next = pf.next;
-  pf.next += pf_lines * kLineFloats;
   pf.lines -= pf_lines;
+  const float* pf_row = pf.row;  // locals: the loop keeps them in registers
+  int64_t pf_line = pf.line;
   for (int64_t t = 0; t < p.k; ++t) {
-    if (t < pf_lines) hwy::Prefetch(pf_next + t * kLineFloats);
+    if (t < pf_lines) {
+      hwy::Prefetch(pf_row + pf_line * kLineFloats);
+      if (++pf_line == pf.lines_per_row) pf_line = 0, pf_row += pf.ld;
+    }
     const float* bt = b + t * p.ldb;
     VF bv[NV];
 #pragma GCC unroll 4
@@ -100,6 +104,8 @@ HWY_NOINLINE void Block(const detail::TileProduct& p, const float* HWY_RESTRICT 
       for (int v = 0; v < NV; ++v) acc[r][v] = hn::MulAdd(ar, bv[v], acc[r][v]);
     }
   }
+  pf.row = pf_row;
+  pf.line = pf_line;
   const VF alpha = hn::Set(d, p.alpha);
 #pragma GCC unroll 24
   for (int r = 0; r < R; ++r)
@@ -161,9 +167,17 @@ HWY_INLINE void TileProductRunWith(const detail::TileProduct& p) {
   if (NV > 1 && rest >= lanes) ++column_blocks, rest -= lanes;
   if (rest > 0) ++column_blocks;
   const int64_t blocks = (p.m + MR - 1) / MR * column_blocks;
-  const int64_t lines =
-      p.prefetch ? (p.prefetch_floats + tp::kLineFloats - 1) / tp::kLineFloats : 0;
-  tp::PrefetchCursor pf{p.prefetch, lines, (lines + blocks - 1) / blocks};
+  // A row's lines from its start: one more when the rows do not all start on a line
+  // (64 bytes), so the line its last float lies on is fetched too.
+  int64_t per_row = 0;
+  if (p.prefetch != nullptr && p.prefetch_floats > 0 && p.prefetch_rows > 0) {
+    const bool aligned = reinterpret_cast<uintptr_t>(p.prefetch) % 64 == 0 &&
+                         (p.prefetch_rows == 1 || p.prefetch_ld % tp::kLineFloats == 0);
+    per_row = (p.prefetch_floats + tp::kLineFloats - 1) / tp::kLineFloats + (aligned ? 0 : 1);
+  }
+  const int64_t lines = per_row * (per_row > 0 ? p.prefetch_rows : 0);
+  tp::PrefetchCursor pf{p.prefetch,    0,     per_row,
+                        p.prefetch_ld, lines, (lines + blocks - 1) / blocks};
   int64_t col = 0;
   for (; col + NV * lanes <= p.n; col += NV * lanes) tp::Columns<MR, NV, false>(p, col, 0, pf);
   if constexpr (NV > 2) {

@@ -29,11 +29,14 @@ struct TileProduct {
   // accumulate C = (alpha·AB + C) + bias): the same bits as adding it afterwards, one
   // pass fewer over C.
   const float* bias = nullptr;
-  // [prefetch_floats] or nullptr: memory the caller reads or writes next (a kept
-  // probabilities slot), fetched a cache line per k step spread over the product's
-  // blocks, so that the misses overlap the multiply-adds instead of stalling later.
+  // nullptr, or memory the caller reads or writes next (a kept probabilities slot, the
+  // next rows of a GEMM's A): prefetch_rows rows of prefetch_floats floats, prefetch_ld
+  // floats apart (one row: a single span), fetched a cache line per k step spread over
+  // the product's blocks, so that the misses overlap the multiply-adds instead of
+  // stalling later. Never read: only its cache lines are requested.
   const float* prefetch = nullptr;
   int64_t prefetch_floats = 0;
+  int64_t prefetch_rows = 1, prefetch_ld = 0;
 };
 
 // The micro-kernel on the dispatched SIMD target (defined in flash_attention.cpp): for

@@ -1,8 +1,9 @@
 // The flash-attention micro-kernel (kernels/detail/tile_product.h) against a scalar
 // loop, on every SIMD target: odd m (row tails below the register tile), odd n (a full
 // vector, then a masked one), odd k, A row-major or read transposed, overwrite or
-// accumulate, with or without a bias, with or without a prefetch span (which must not
-// change a bit), and rows of B and C wider than n whose extra columns must stay untouched.
+// accumulate, with or without a bias, with or without a prefetch span of one or more rows
+// (which must not change a bit), and rows of B and C wider than n whose extra columns must stay
+// untouched.
 #include "kernels/detail/tile_product.h"
 
 #include <gtest/gtest.h>
@@ -30,6 +31,7 @@ struct Case {
   int64_t m, n, k;
   bool transposed_a, accumulate, bias;
   int64_t prefetch_floats;  // 0: no prefetch span
+  int64_t prefetch_rows;    // of prefetch_floats each, prefetch_floats + 3 apart
 };
 
 // C as the kernel must produce it: per element the fma chain over t = 0..k−1 in order,
@@ -82,10 +84,13 @@ void check(const Case& cs, bool fused_multiply_add, uint32_t seed) {
                 0.75f,
                 cs.accumulate,
                 cs.bias ? bias.data() : nullptr};
-  const std::vector<float> prefetched = random_floats(cs.prefetch_floats, seed + 4);
+  const int64_t prefetch_ld = cs.prefetch_floats + 3;  // rows not all on a line's start
+  const std::vector<float> prefetched = random_floats(cs.prefetch_rows * prefetch_ld, seed + 4);
   if (cs.prefetch_floats > 0) {
-    p.prefetch = prefetched.data();
+    p.prefetch = prefetched.data() + 1;
     p.prefetch_floats = cs.prefetch_floats;
+    p.prefetch_rows = cs.prefetch_rows;
+    p.prefetch_ld = prefetch_ld;
   }
   detail::tile_product(p);
   const std::vector<float> want = scalar_product(p, c0);
@@ -123,9 +128,10 @@ TEST(TileProduct, MatchesScalarLoopOnEveryTarget) {
                 SCOPED_TRACE(::testing::Message()
                              << "m " << m << " n " << nn << " k " << k << " transposed A "
                              << transposed << " accumulate " << accumulate << " bias " << bias);
-                // Prefetch spans of none, fewer and more lines than the product has steps.
-                const int64_t prefetch = int64_t(n % 3) * 700;
-                check({m, nn, k, transposed, accumulate, bias, prefetch}, fma,
+                // Prefetch spans of none, fewer and more lines than the product has
+                // steps, in one row or several (a GEMM's next block of A).
+                const int64_t prefetch = int64_t(n % 3) * 700, rows = 1 + int64_t(n % 4) * 5;
+                check({m, nn, k, transposed, accumulate, bias, prefetch / rows, rows}, fma,
                       seed_for(++n, m, nn));
                 if (::testing::Test::HasFatalFailure()) return;
               }
