@@ -110,10 +110,11 @@ void check(const Case& cs, bool fused_multiply_add, uint32_t seed) {
 }
 
 TEST(TileProduct, MatchesScalarLoopOnEveryTarget) {
-  // Rows around the register tile (6 on AVX2, 12 on AVX-512), columns around one and
-  // two vectors (8 / 16 lanes), depths incl. 0 (C = 0, or C unchanged when accumulating).
-  const int64_t ms[] = {1, 5, 6, 7, 11, 12, 13, 25};
-  const int64_t ns[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 65};
+  // Rows around the register tile (6 on AVX2, 12 on AVX-512) and with up to 6 rows below
+  // it (AVX-512's 4-vector tail blocks: 5, 16, 18, 64), columns around one, two and four
+  // vectors (8 / 16 lanes), depths incl. 0 (C = 0, or C unchanged when accumulating).
+  const int64_t ms[] = {1, 5, 6, 7, 11, 12, 13, 16, 18, 25, 64};
+  const int64_t ns[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 65, 100};
   const int64_t ks[] = {0, 1, 3, 64, 67};
   for_each_simd_target([&](const SimdTarget& target) {
     // Targets with FMA run MulAdd as one rounding, like std::fma.
