@@ -124,9 +124,23 @@ HWY_INLINE int64_t PaddedLanes(int64_t nr) {
 HWY_INLINE VF ExpSoftmax(DF d, VF x) {
   hn::impl::ExpImpl<float> impl;
   x = hn::Max(x, hn::Set(d, -87.3f));
-  const auto q = hn::NearestInt(hn::Mul(x, hn::Set(d, 1.442695040888963407359924681f)));
+  const VF log2e = hn::Set(d, 1.442695040888963407359924681f);
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  // AVX-512: q rounded as a float (vrndscaleps) and 2^q applied by vscalefps, 3
+  // operations fewer a vector than through int32 (no conversions, no exponent-field
+  // arithmetic) and the same bits: q is the same integer (nearest, ties to even), the
+  // reduction the same two FMAs with ln 2 split in a high part exact in few bits and the
+  // rest, and y·2^q is rounded once either way (2^q >= 2^−126 is normal after the clamp).
+  const VF qf = hn::Round(hn::Mul(x, log2e));
+  const VF r = hn::MulAdd(qf, hn::Set(d, -1.428606765330187045e-6f),
+                          hn::MulAdd(qf, hn::Set(d, -0.693145751953125f), x));
+  const VF y = hn::Add(impl.ExpPoly(d, r), hn::Set(d, 1.0f));
+  return VF{_mm512_scalef_ps(y.raw, qf.raw)};
+#else
+  const auto q = hn::NearestInt(hn::Mul(x, log2e));
   const VF y = hn::Add(impl.ExpPoly(d, impl.ExpReduce(d, x, q)), hn::Set(d, 1.0f));
   return hn::Mul(y, impl.Pow2I(d, q));
+#endif
 }
 
 // x[c] = exp(x[c] − m) over [0, n); returns the sum.
