@@ -84,9 +84,12 @@ Variable layer_norm(const Variable& x, const Variable& gamma, const Variable& be
   ops::LayerNormResult r = ops::layer_norm(x.value(), gamma.value(), beta.value(), eps);
   return detail::record(kLayerNorm, r.y, {x, gamma, beta},
                         [x, gamma, beta, mean = r.mean, rstd = r.rstd](const Tensor& dy) {
-                          const ops::LayerNormGradients g =
-                              ops::layer_norm_backward(dy, x.value(), gamma.value(), mean, rstd);
-                          accumulate(x, std::move(g.dx));
+                          // dx into x's gradient (added when it has one: a pre-LN layer's
+                          // residual stream), not a temporary added afterwards.
+                          ops::GradTarget dx = detail::grad_slot(x);
+                          ops::LayerNormGradients g = ops::layer_norm_backward_into(
+                              dy, x.value(), gamma.value(), mean, rstd, dx);
+                          detail::fill(x, std::move(dx));
                           accumulate(gamma, std::move(g.dgamma));
                           accumulate(beta, std::move(g.dbeta));
                         });

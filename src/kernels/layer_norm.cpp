@@ -154,8 +154,8 @@ constexpr int64_t kParamBlockRows = 64;
 // (or L2 for very wide rows) for the second sweep, so x and dy are read from memory
 // once. dx may alias dy: each element of dy is read before dx's store to it.
 void BackwardRowBlock(const float* dy, const float* x, const float* gamma, const float* mean,
-                      const float* rstd, float* dx, float* dgamma_part, float* dbeta_part,
-                      int64_t r0, int64_t r1, int64_t cols) {
+                      const float* rstd, float* dx, bool accumulate_dx, float* dgamma_part,
+                      float* dbeta_part, int64_t r0, int64_t r1, int64_t cols) {
   std::fill(dgamma_part, dgamma_part + cols, 0.0f);
   std::fill(dbeta_part, dbeta_part + cols, 0.0f);
   const float inv_n = 1.0f / float(cols);
@@ -181,7 +181,8 @@ void BackwardRowBlock(const float* dy, const float* x, const float* gamma, const
       // g − mean_g − xhat·mean_gx, then scaled by rstd.
       const auto centred = hn::Sub(hn::Mul(vdy, hn::LoadU(d, gamma + c)), hn::Set(d, mean_g));
       const auto v = hn::NegMulAdd(xhat, hn::Set(d, mean_gx), centred);
-      hn::StoreU(hn::Mul(v, hn::Set(d, rs)), d, dxr + c);
+      const auto out = hn::Mul(v, hn::Set(d, rs));
+      hn::StoreU(accumulate_dx ? hn::Add(hn::LoadU(d, dxr + c), out) : out, d, dxr + c);
     });
   }
 }
@@ -212,12 +213,14 @@ void BackwardImpl(const float* dy, const float* x, const float* gamma, const flo
   if (cols <= 0) return;
   const int64_t blocks = (rows + kParamBlockRows - 1) / kParamBlockRows;
   if (blocks <= 1) {  // one block: its partials are the gradients
-    BackwardRowBlock(dy, x, gamma, mean, rstd, grads.dx, grads.dgamma, grads.dbeta, 0, rows, cols);
+    BackwardRowBlock(dy, x, gamma, mean, rstd, grads.dx, grads.accumulate_dx, grads.dgamma,
+                     grads.dbeta, 0, rows, cols);
     return;
   }
   float* part = PartialsScratch(size_t(2 * blocks * cols));
   if (part == nullptr) {  // serial, and sums in another order: only when memory ran out
-    BackwardRowBlock(dy, x, gamma, mean, rstd, grads.dx, grads.dgamma, grads.dbeta, 0, rows, cols);
+    BackwardRowBlock(dy, x, gamma, mean, rstd, grads.dx, grads.accumulate_dx, grads.dgamma,
+                     grads.dbeta, 0, rows, cols);
     return;
   }
   float* dbeta_part = part + blocks * cols;
@@ -229,8 +232,9 @@ void BackwardImpl(const float* dy, const float* x, const float* gamma, const flo
   const int64_t grain = std::max<int64_t>(1, kBlockGrain / (kParamBlockRows * cols));
   parallel_for(0, blocks, grain, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b)
-      BackwardRowBlock(dy, x, gamma, mean, rstd, grads.dx, part + b * cols, dbeta_part + b * cols,
-                       b * kParamBlockRows, std::min(rows, (b + 1) * kParamBlockRows), cols);
+      BackwardRowBlock(dy, x, gamma, mean, rstd, grads.dx, grads.accumulate_dx, part + b * cols,
+                       dbeta_part + b * cols, b * kParamBlockRows,
+                       std::min(rows, (b + 1) * kParamBlockRows), cols);
   });
   // Column blocks of >= 64 floats: each adds the blocks' partials in block order, a
   // vector of columns at a time (its slice of dgamma / dbeta stays in L1).

@@ -47,19 +47,29 @@ LayerNormResult layer_norm(const TensorView& x, const TensorView& gamma, const T
 LayerNormGradients layer_norm_backward(const TensorView& dy, const TensorView& x,
                                        const TensorView& gamma, const TensorView& mean,
                                        const TensorView& rstd) {
+  return layer_norm_backward_into(dy, x, gamma, mean, rstd, {});
+}
+
+LayerNormGradients layer_norm_backward_into(const TensorView& dy, const TensorView& x,
+                                            const TensorView& gamma, const TensorView& mean,
+                                            const TensorView& rstd, const GradTarget& dx) {
   constexpr std::string_view op = "layer_norm_backward";
   check_parameters(op, x, gamma);
   detail::check_same_dtype(op, dy, x);
   detail::check_same_shape(op, dy, x);
   check_row_stats(op, x, mean);
   check_row_stats(op, x, rstd);
+  detail::check_grad_target(op, "dx", dx, x);
   const detail::ContiguousInput cdy(dy), cx(x), cg(gamma), cm(mean), cr(rstd);
-  LayerNormGradients g{Tensor::empty(x.shape(), x.dtype()), Tensor::empty(gamma.shape(), x.dtype()),
+  LayerNormGradients g{dx.grad.defined() ? Tensor() : Tensor::empty(x.shape(), x.dtype()),
+                       Tensor::empty(gamma.shape(), x.dtype()),
                        Tensor::empty(gamma.shape(), x.dtype())};
+  const Tensor& out = dx.grad.defined() ? dx.grad : g.dx;
   detail::visit_dtype(x.dtype(), [&]<class T>() {
     const kernels::LayerNormSizeT<T> size{mean.numel(), x.dim(-1), T(0)};
-    kern::layer_norm_backward(cdy.data<T>(), cx.data<T>(), cg.data<T>(), cm.data<T>(), cr.data<T>(),
-                              {g.dx.data<T>(), g.dgamma.data<T>(), g.dbeta.data<T>()}, size);
+    kern::layer_norm_backward(
+        cdy.data<T>(), cx.data<T>(), cg.data<T>(), cm.data<T>(), cr.data<T>(),
+        {out.data<T>(), g.dgamma.data<T>(), g.dbeta.data<T>(), dx.grad.defined() && dx.add}, size);
   });
   return g;
 }

@@ -101,6 +101,44 @@ TEST(LayerNorm, ForwardBackwardAtOddShapes) {
   });
 }
 
+// accumulate_dx adds the gradient to what dx holds: bitwise dx_before + the overwritten
+// result (one rounding, as adding a separate tensor), on every target and in the twin;
+// dgamma and dbeta are overwritten as without it.
+TEST(LayerNorm, AccumulateDxAddsToWhatDxHolds) {
+  for_each_simd_target([](const SimdTarget&) {
+    for (int64_t rows : {1, 63, 64, 65, 200})
+      for (int64_t cols : {1, 7, 16, 33, 256}) {
+        SCOPED_TRACE(::testing::Message() << rows << " x " << cols);
+        const Inputs in = make_inputs(rows, cols, seed_for(4, rows, cols));
+        const Outputs fresh = run_kernel(in);
+        const std::vector<float> before =
+            random_floats(rows * cols, seed_for(5, rows, cols), -2, 2);
+        std::vector<float> dx = before, dgamma(static_cast<size_t>(cols), 7.0f),
+                           dbeta(static_cast<size_t>(cols), 7.0f);
+        layer_norm_backward(in.dy.data(), in.x.data(), in.gamma.data(), fresh.mean.data(),
+                            fresh.rstd.data(), {dx.data(), dgamma.data(), dbeta.data(), true},
+                            {rows, cols, 1e-5f});
+        std::vector<float> want(before.size());
+        for (size_t i = 0; i < want.size(); ++i) want[i] = before[i] + fresh.dx[i];
+        EXPECT_TRUE(bitwise_equal(dx, want));
+        EXPECT_TRUE(bitwise_equal(dgamma, fresh.dgamma));
+        EXPECT_TRUE(bitwise_equal(dbeta, fresh.dbeta));
+        // The twin: the same rule in its own precision.
+        const auto xd = to_double(in.x), gd = to_double(in.gamma), dyd = to_double(in.dy),
+                   md = to_double(fresh.mean), rd = to_double(fresh.rstd);
+        std::vector<double> dx0(xd.size()), dx1 = to_double(before), dg(static_cast<size_t>(cols)),
+                                            db(static_cast<size_t>(cols));
+        const LayerNormSizeT<double> size{rows, cols, 1e-5};
+        ref::layer_norm_backward(dyd.data(), xd.data(), gd.data(), md.data(), rd.data(),
+                                 {dx0.data(), dg.data(), db.data()}, size);
+        ref::layer_norm_backward(dyd.data(), xd.data(), gd.data(), md.data(), rd.data(),
+                                 {dx1.data(), dg.data(), db.data(), true}, size);
+        for (size_t i = 0; i < dx0.size(); ++i)
+          ASSERT_EQ(dx1[i], double(before[i]) + dx0[i]) << "reference, element " << i;
+      }
+  });
+}
+
 // Constant rows (variance 0) normalise to beta exactly: rstd = 1/sqrt(eps), xhat = 0.
 TEST(LayerNorm, ConstantRowGivesBeta) {
   for_each_simd_target([](const SimdTarget&) {

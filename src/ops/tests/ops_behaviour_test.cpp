@@ -8,6 +8,7 @@
 #include "qkv/ops/dropout.h"
 #include "qkv/ops/elementwise.h"
 #include "qkv/ops/embedding.h"
+#include "qkv/ops/layer_norm.h"
 #include "qkv/ops/matmul.h"
 #include "qkv/ops/normalize.h"
 #include "qkv/ops/reduce.h"
@@ -153,6 +154,43 @@ TEST(OpsBehaviour, MatmulBackwardIntoRejectsTargetsThatDoNotFit) {
   EXPECT_TRUE(throws_with<ValueError>(
       [&] { ops::matmul_backward_into(dy, a, b, {}, {}, {wide.transpose(0, 1)}); },
       {"not contiguous"}));
+}
+
+// layer_norm_backward_into: dx written into the target or added to it with the bits of
+// adding layer_norm_backward's dx (float and double), dgamma and dbeta as it returns
+// them; a target of another shape or dtype is refused, naming it.
+TEST(OpsBehaviour, LayerNormBackwardIntoWritesOrAddsDx) {
+  for (DType dt : {DType::F64, DType::F32}) {
+    const Tensor x = random_tensor({3, 70, 40}, dt, 1), gamma = random_tensor({40}, dt, 2),
+                 beta = random_tensor({40}, dt, 3), dy = random_tensor(x.shape(), dt, 4);
+    const ops::LayerNormResult f = ops::layer_norm(x, gamma, beta);
+    const ops::LayerNormGradients want = ops::layer_norm_backward(dy, x, gamma, f.mean, f.rstd);
+    const Tensor written = Tensor::full(x.shape(), 7.0, dt);
+    ops::LayerNormGradients got =
+        ops::layer_norm_backward_into(dy, x, gamma, f.mean, f.rstd, {written, false});
+    EXPECT_FALSE(got.dx.defined());
+    EXPECT_TRUE(bitwise_equal(written, want.dx));
+    EXPECT_TRUE(bitwise_equal(got.dgamma, want.dgamma));
+    EXPECT_TRUE(bitwise_equal(got.dbeta, want.dbeta));
+    const Tensor before = random_tensor(x.shape(), dt, 5), added = before.clone();
+    got = ops::layer_norm_backward_into(dy, x, gamma, f.mean, f.rstd, {added, true});
+    EXPECT_TRUE(bitwise_equal(added, ops::add(before, want.dx)));
+    EXPECT_TRUE(bitwise_equal(got.dbeta, want.dbeta));
+  }
+  const Tensor x = random_tensor({4, 6}, DType::F32, 1), gamma = random_tensor({6}, DType::F32, 2);
+  const ops::LayerNormResult f = ops::layer_norm(x, gamma, random_tensor({6}, DType::F32, 3));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [&] {
+        ops::layer_norm_backward_into(x, x, gamma, f.mean, f.rstd,
+                                      {Tensor::zeros({6, 4}, DType::F32), true});
+      },
+      {"dx f32[6, 4]", "operand f32[4, 6]"}));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] {
+        ops::layer_norm_backward_into(x, x, gamma, f.mean, f.rstd,
+                                      {Tensor::zeros({4, 6}, DType::F64), false});
+      },
+      {"dx f64[4, 6]"}));
 }
 
 TEST(OpsBehaviour, AdditiveScoresBackwardWritesOrAddsTheKeysGradient) {

@@ -15,7 +15,9 @@ using LayerNormSize = LayerNormSizeT<float>;
 void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y,
                         float* mean, float* rstd, const LayerNormSize& size) noexcept;
 
-// Writes dx (rows, cols), dgamma and dbeta (cols) -- overwritten, not accumulated.
+// Writes dx (rows, cols), dgamma and dbeta (cols) -- overwritten, not accumulated; dx
+// accumulated instead when grads.accumulate_dx (dx + the gradient, one rounding: the same
+// bits as adding a separately written dx).
 // With xhat = (x − mean)·rstd and g = dy·gamma:
 //   dx = rstd · (g − mean_c(g) − xhat · mean_c(g·xhat)),
 //   dgamma = Σ_r dy·xhat,  dbeta = Σ_r dy.

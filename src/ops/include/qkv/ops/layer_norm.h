@@ -2,6 +2,7 @@
 //   y = (x − mean) · rstd · gamma + beta,   rstd = 1 / sqrt(var + eps).
 #pragma once
 
+#include "qkv/ops/grad_target.h"
 #include "qkv/tensor/tensor.h"
 
 namespace qkv::ops {
@@ -29,5 +30,14 @@ struct LayerNormGradients {
 LayerNormGradients layer_norm_backward(const TensorView& dy, const TensorView& x,
                                        const TensorView& gamma, const TensorView& mean,
                                        const TensorView& rstd);
+
+// The same with dx written into dx.grad (x's shape and dtype, contiguous), or added to
+// it when dx.add: the bits of adding a separately computed dx, without that tensor and
+// the pass adding it (a pre-LN layer's x already holds its residual gradient). The
+// returned dx is then undefined; without dx.grad, dx is returned as by
+// layer_norm_backward.
+LayerNormGradients layer_norm_backward_into(const TensorView& dy, const TensorView& x,
+                                            const TensorView& gamma, const TensorView& mean,
+                                            const TensorView& rstd, const GradTarget& dx);
 
 }  // namespace qkv::ops

@@ -18,6 +18,9 @@ struct LayerNormGrads {
   T* dx;      // (rows, cols)
   T* dgamma;  // (cols)
   T* dbeta;   // (cols)
+  // dx += the gradient instead of dx = it: a residual stream's x already holds the
+  // gradient from the residual branch (then no temporary dx and no extra pass adding it).
+  bool accumulate_dx = false;
 };
 
 namespace ref {
@@ -63,7 +66,9 @@ void layer_norm_backward(const T* dy, const T* x, const T* gamma, const T* mean,
     for (int64_t c = 0; c < cols; ++c) {
       const double xhat = (double(xr[c]) - double(mean[r])) * double(rstd[r]);
       const double g = double(dyr[c]) * double(gamma[c]);
-      grads.dx[r * cols + c] = T(double(rstd[r]) * (g - mean_g - xhat * mean_gx));
+      const T dx = T(double(rstd[r]) * (g - mean_g - xhat * mean_gx));
+      T& out = grads.dx[r * cols + c];
+      out = grads.accumulate_dx ? out + dx : dx;
     }
   }
 }
