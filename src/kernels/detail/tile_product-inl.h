@@ -12,8 +12,9 @@
 // Register tile: kTileRows rows × 2 vectors of C, k innermost. Per step: 2 vector
 // loads of B, kTileRows broadcasts of A, 2·kTileRows FMAs. AVX2 (16 ymm): 6 × 2 = 12
 // accumulators + 2 B + 1 broadcast = 15 registers; AVX-512 (32 zmm): 12 × 2 = 24 + 3.
-// Tails: the last rows (< kTileRows) by the same code with fewer rows; columns by one
-// full vector, then one masked vector (MaskedLoad / BlendedStore) for n mod lanes.
+// Tails: the last rows (< kTileRows) by the same code with fewer rows (up to 6 of them
+// 4 vectors wide on AVX-512: kWideTailRows); columns by one full vector, then one masked
+// vector (MaskedLoad / BlendedStore) for n mod lanes.
 // Prefetch (TileProduct::prefetch): the lines a caller needs next, spread evenly over
 // the blocks, one per k step, so their misses overlap the FMAs (the step has load slots
 // to spare: 2 + kTileRows loads per 2·kTileRows FMAs).
@@ -153,7 +154,7 @@ HWY_INLINE void Columns(const detail::TileProduct& p, int64_t col, size_t tail,
 // Rows left below the last full MR-row block, up to this many, go in blocks 4 vectors
 // wide instead of NV (AVX-512 only: 4·6 accumulators + 4 B vectors fit its 32
 // registers, not AVX2's 16). A flash tile's 64 rows leave 4 below 5 × 12: as 4 × 2
-// blocks those ran ~24 % slower per FLOP than 12 × 2 (2 B loads and 4 broadcasts per 8
+// blocks those ran ~21 % slower per FLOP than 12 × 2 (2 B loads and 4 broadcasts per 8
 // FMAs); 4 × 4 loads 4 + 4 per 16.
 constexpr int kWideTailRows = kTileRows >= 12 ? 6 : 0;
 
