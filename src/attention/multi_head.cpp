@@ -10,6 +10,7 @@
 #include "detail/mask.h"
 #include "qkv/autograd/functions.h"
 #include "qkv/ops/flash_attention.h"
+#include "qkv/ops/flash_attention_rows.h"
 
 namespace qkv::attention {
 namespace {
@@ -40,6 +41,9 @@ void check_packed(const char* name, const Variable& x, const PackedBatch& rows, 
       t.rank() == 2 && t.dim(1) == e && t.dim(0) == int64_t(rows.rows.size()) && t.numel() > 0,
       ShapeError, "MultiHeadAttention: packed ", name, " ", describe(t),
       " is not a non-empty [N = ", rows.rows.size(), " packed rows, E = ", e, "]");
+  QKV_CHECK(int64_t(rows.lengths.size()) == rows.batch, ValueError, "MultiHeadAttention: ", name,
+            "'s PackedBatch has ", rows.lengths.size(), " lengths for B = ", rows.batch,
+            " (make it with PackedBatch::of)");
   QKV_CHECK(t.dtype() == wq.dtype(), ValueError, "MultiHeadAttention: ", name, " ", describe(t),
             " has another dtype than the parameters (", dtype_name(wq.dtype()), ")");
 }
@@ -91,35 +95,73 @@ bool none_defined(const std::vector<Variable>& v) {
   return std::none_of(v.begin(), v.end(), [](const Variable& b) { return b.defined(); });
 }
 
-// x [R, E]: the rows of a [B, T] batch, packed (R = N) or padded (packed nullptr,
-// R = B·T) -> the projections by weights {W_i} (and biases {b_i}) as heads
-// [B, H, T, Dh]. Several weights with all or none of their biases: ONE GEMM over the
-// stacked weights (autograd::stacked_linear: in place when the weights lie back to back,
-// as make_multi_head registers them), equal to the GEMM per weight up to the summation
+// Several weights with all or none of their biases: ONE GEMM over the stacked weights
+// (autograd::stacked_linear: in place when the weights lie back to back, as
+// make_multi_head registers them), equal to the GEMM per weight up to the summation
 // order; mixed biases keep a GEMM per weight.
+bool stacks(const std::vector<Variable>& weights, const std::vector<Variable>& biases) {
+  return weights.size() > 1 && (all_defined(biases) || none_defined(biases));
+}
+Variable stacked(const Variable& x, const std::vector<Variable>& weights,
+                 const std::vector<Variable>& biases) {
+  return autograd::stacked_linear(x, weights,
+                                  all_defined(biases) ? biases : std::vector<Variable>{});
+}
+
+// x [B·T, E] (the rows of a padded [B, T] batch) -> the projections by weights {W_i} (and
+// biases {b_i}) as heads [B, H, T, Dh], split, transposed and copied (split_heads).
 std::vector<Variable> project_heads(const Variable& x, int64_t batch, int64_t length,
-                                    const PackedBatch* packed, const std::vector<Variable>& weights,
+                                    const std::vector<Variable>& weights,
                                     const std::vector<Variable>& biases, int64_t heads) {
-  // Packed rows go to the heads in one pass per part (autograd::rows_to_heads), zero at
-  // padded positions; padded rows are split, transposed and copied (split_heads).
-  const int64_t e = weights[0].value().dim(0);
-  auto to_heads = [&](const Variable& y, int64_t parts) {
-    if (packed == nullptr) return split_heads(y, batch, length, parts, heads);
-    std::vector<Variable> out;
-    for (int64_t i = 0; i < parts; ++i)
-      out.push_back(
-          autograd::rows_to_heads(y, packed->rows, {batch, heads, length, e / heads}, i * e));
-    return out;
-  };
-  if (weights.size() > 1 && (all_defined(biases) || none_defined(biases))) {
-    const Variable y = autograd::stacked_linear(
-        x, weights, all_defined(biases) ? biases : std::vector<Variable>{});
-    return to_heads(y, int64_t(weights.size()));
-  }
+  if (stacks(weights, biases))
+    return split_heads(stacked(x, weights, biases), batch, length, int64_t(weights.size()), heads);
   std::vector<Variable> out;
   for (size_t i = 0; i < weights.size(); ++i)
-    out.push_back(to_heads(autograd::linear(x, weights[i], biases[i]), 1)[0]);
+    out.push_back(
+        split_heads(autograd::linear(x, weights[i], biases[i]), batch, length, 1, heads)[0]);
   return out;
+}
+
+// One projection's place in packed rows: the Variable holding it and its first column.
+struct RowsPart {
+  Variable rows;
+  int64_t column = 0;
+};
+
+// x [N, E] -> the projections by weights {W_i} (and biases) as packed rows, left where
+// the GEMM writes them: part i at columns [i·E, (i+1)·E) of one [N, n·E] product when the
+// weights stack, else in its own [N, E].
+std::vector<RowsPart> project_rows(const Variable& x, const std::vector<Variable>& weights,
+                                   const std::vector<Variable>& biases) {
+  std::vector<RowsPart> out;
+  if (stacks(weights, biases)) {
+    const Variable y = stacked(x, weights, biases);
+    const int64_t e = weights[0].value().dim(0);
+    for (size_t i = 0; i < weights.size(); ++i) out.push_back({y, int64_t(i) * e});
+    return out;
+  }
+  for (size_t i = 0; i < weights.size(); ++i)
+    out.push_back({autograd::linear(x, weights[i], biases[i]), 0});
+  return out;
+}
+
+// Packed query rows attending to packed key rows -> [Nq, E] after W_o (wo, bo).
+Variable attend_rows(const RowsPart& q, const RowsPart& k, const RowsPart& v,
+                     const PackedBatch& query_rows, const PackedBatch& key_rows, bool causal,
+                     int64_t heads, const Variable& wo, const Variable& bo) {
+  const int64_t dh = wo.value().dim(0) / heads;
+  const ops::FlashRows rows{.heads = heads,
+                            .head_dim = dh,
+                            .query_lengths = query_rows.lengths,
+                            .key_lengths = key_rows.lengths,
+                            .q_column = q.column,
+                            .k_column = k.column,
+                            .v_column = v.column};
+  ops::FlashAttentionOptions o;
+  o.scale = 1.0 / std::sqrt(double(dh));  // as attend()'s ScaledDot
+  o.causal = causal;
+  return autograd::linear(autograd::scaled_dot_attention_rows(q.rows, k.rows, v.rows, rows, o), wo,
+                          bo);
 }
 
 // x [B, T, E] -> its rows [B·T, E], for project_heads.
@@ -248,26 +290,27 @@ PackedBatch PackedBatch::of(std::span<const int64_t> lengths, int64_t length) {
     QKV_CHECK(lengths[b] >= 1 && lengths[b] <= length, ValueError, "PackedBatch: lengths[", b,
               "] = ", lengths[b], " is outside [1, T = ", length, "]");
     for (int64_t t = 0; t < lengths[b]; ++t) p.rows.push_back(int64_t(b) * length + t);
+    p.lengths.push_back(lengths[b]);
   }
   return p;
 }
 
 Variable MultiHeadAttention::project_queries(const Variable& x) const {
   check_input("query", x, params_.wq.value());
-  return project_heads(rows_of(x), x.value().dim(0), x.value().dim(1), nullptr, {params_.wq},
-                       {params_.bq}, heads_)[0];
+  return project_heads(rows_of(x), x.value().dim(0), x.value().dim(1), {params_.wq}, {params_.bq},
+                       heads_)[0];
 }
 
 Variable MultiHeadAttention::project_keys(const Variable& x) const {
   check_input("key", x, params_.wq.value());
-  return project_heads(rows_of(x), x.value().dim(0), x.value().dim(1), nullptr, {params_.wk},
-                       {params_.bk}, heads_)[0];
+  return project_heads(rows_of(x), x.value().dim(0), x.value().dim(1), {params_.wk}, {params_.bk},
+                       heads_)[0];
 }
 
 Variable MultiHeadAttention::project_values(const Variable& x) const {
   check_input("value", x, params_.wq.value());
-  return project_heads(rows_of(x), x.value().dim(0), x.value().dim(1), nullptr, {params_.wv},
-                       {params_.bv}, heads_)[0];
+  return project_heads(rows_of(x), x.value().dim(0), x.value().dim(1), {params_.wv}, {params_.bv},
+                       heads_)[0];
 }
 
 // One GEMM for Q, K and V (issue 13): [B*T, E] x [E, 3E] instead of three [E, E]
@@ -275,9 +318,8 @@ Variable MultiHeadAttention::project_values(const Variable& x) const {
 QueryKeyValueHeads MultiHeadAttention::project_self(const Variable& x) const {
   check_input("query", x, params_.wq.value());
   const MultiHeadParams& p = params_;
-  const std::vector<Variable> h =
-      project_heads(rows_of(x), x.value().dim(0), x.value().dim(1), nullptr, {p.wq, p.wk, p.wv},
-                    {p.bq, p.bk, p.bv}, heads_);
+  const std::vector<Variable> h = project_heads(rows_of(x), x.value().dim(0), x.value().dim(1),
+                                                {p.wq, p.wk, p.wv}, {p.bq, p.bk, p.bv}, heads_);
   return {h[0], h[1], h[2]};
 }
 
@@ -286,31 +328,8 @@ KeyValueHeads MultiHeadAttention::project_key_values(const Variable& memory) con
   check_input("key", memory, params_.wq.value());
   const MultiHeadParams& p = params_;
   const std::vector<Variable> h =
-      project_heads(rows_of(memory), memory.value().dim(0), memory.value().dim(1), nullptr,
-                    {p.wk, p.wv}, {p.bk, p.bv}, heads_);
-  return {h[0], h[1]};
-}
-
-Variable MultiHeadAttention::project_queries(const Variable& x, const PackedBatch& rows) const {
-  check_packed("query", x, rows, params_.wq.value());
-  return project_heads(x, rows.batch, rows.length, &rows, {params_.wq}, {params_.bq}, heads_)[0];
-}
-
-QueryKeyValueHeads MultiHeadAttention::project_self(const Variable& x,
-                                                    const PackedBatch& rows) const {
-  check_packed("query", x, rows, params_.wq.value());
-  const MultiHeadParams& p = params_;
-  const std::vector<Variable> h = project_heads(x, rows.batch, rows.length, &rows,
-                                                {p.wq, p.wk, p.wv}, {p.bq, p.bk, p.bv}, heads_);
-  return {h[0], h[1], h[2]};
-}
-
-KeyValueHeads MultiHeadAttention::project_key_values(const Variable& memory,
-                                                     const PackedBatch& rows) const {
-  check_packed("key", memory, rows, params_.wq.value());
-  const MultiHeadParams& p = params_;
-  const std::vector<Variable> h =
-      project_heads(memory, rows.batch, rows.length, &rows, {p.wk, p.wv}, {p.bk, p.bv}, heads_);
+      project_heads(rows_of(memory), memory.value().dim(0), memory.value().dim(1), {p.wk, p.wv},
+                    {p.bk, p.bv}, heads_);
   return {h[0], h[1]};
 }
 
@@ -361,22 +380,28 @@ MultiHeadOutput MultiHeadAttention::attend_heads(const Variable& queries, const 
   return out;
 }
 
-// The kernel computes the padded query rows too (a few rows of attention); only the real
-// rows are merged (one pass from the heads) and reach W_o.
-Variable MultiHeadAttention::attend_heads(const Variable& queries, const Variable& keys,
-                                          const Variable& values, const MaskSpec& mask,
-                                          const PackedBatch& query_rows) const {
-  check_heads("queries", queries, heads_, params_.wq.value());
-  const Shape& q = queries.value().shape();
-  QKV_CHECK(q[0] == query_rows.batch && q[2] == query_rows.length, ShapeError,
-            "MultiHeadAttention::attend_heads: queries ", describe(queries.value()),
-            " are not the heads of the packed batch [B = ", query_rows.batch,
-            ", T = ", query_rows.length, "]");
-  const Context c = attend_context(queries, keys, values, mask, {});
-  const Shape& h = c.heads.value().shape();  // [B·H, Tq, Dh]
-  const Variable per_batch = autograd::reshape(c.heads, {q[0], heads_, h[1], h[2]});
-  return autograd::linear(autograd::heads_to_rows(per_batch, query_rows.rows), params_.wo,
-                          params_.bo);
+Variable MultiHeadAttention::self_attend(const Variable& x, const PackedBatch& rows,
+                                         bool causal) const {
+  check_packed("query", x, rows, params_.wq.value());
+  const MultiHeadParams& p = params_;
+  const std::vector<RowsPart> qkv = project_rows(x, {p.wq, p.wk, p.wv}, {p.bq, p.bk, p.bv});
+  return attend_rows(qkv[0], qkv[1], qkv[2], rows, rows, causal, heads_, p.wo, p.bo);
+}
+
+Variable MultiHeadAttention::cross_attend(const Variable& x, const PackedBatch& rows,
+                                          const Variable& memory,
+                                          const PackedBatch& memory_rows) const {
+  check_packed("query", x, rows, params_.wq.value());
+  check_packed("memory", memory, memory_rows, params_.wq.value());
+  QKV_CHECK(rows.batch == memory_rows.batch, ShapeError,
+            "MultiHeadAttention::cross_attend: ", rows.batch, " query sequences against ",
+            memory_rows.batch, " memory sequences");
+  const MultiHeadParams& p = params_;
+  // Memory's keys and values before the queries: the order the tape recorded them in
+  // before this layer used attention::MultiHeadAttention (bitwise-equal training).
+  const std::vector<RowsPart> kv = project_rows(memory, {p.wk, p.wv}, {p.bk, p.bv});
+  const std::vector<RowsPart> q = project_rows(x, {p.wq}, {p.bq});
+  return attend_rows(q[0], kv[0], kv[1], rows, memory_rows, false, heads_, p.wo, p.bo);
 }
 
 MultiHeadOutput MultiHeadAttention::forward(const Variable& query, const Variable& key,

@@ -28,6 +28,7 @@ const OpRegistration kCrossEntropy("cross_entropy");
 const OpRegistration kLinearCrossEntropy("linear_cross_entropy");
 const OpRegistration kDropout("dropout");
 const OpRegistration kScaledDotAttention("scaled_dot_attention");
+const OpRegistration kScaledDotAttentionRows("scaled_dot_attention_rows");
 const OpRegistration kAdditiveScores("additive_scores");
 
 Variable activation(const OpRegistration& op, ops::Activation f, const Variable& x) {
@@ -168,6 +169,59 @@ Variable scaled_dot_attention(const Variable& q, const Variable& k, const Variab
         accumulate(q, std::move(g.dq));
         accumulate(k, std::move(g.dk));
         accumulate(v, std::move(g.dv));
+      });
+}
+
+Variable scaled_dot_attention_rows(const Variable& q, const Variable& k, const Variable& v,
+                                   const ops::FlashRows& rows,
+                                   const ops::FlashAttentionOptions& options) {
+  ops::FlashAttentionOptions o = options;
+  const bool backward_will_run =
+      grad_mode_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
+  if (backward_will_run && o.keep_probs_up_to_bytes == 0)
+    o.keep_probs_up_to_bytes = ops::kFlashKeepProbsBytes;
+  ops::FlashAttentionResult r = ops::flash_attention_rows(q.value(), k.value(), v.value(), rows, o);
+  // The backward outlives the caller's length spans: keep copies.
+  auto lengths = std::make_shared<const std::pair<std::vector<int64_t>, std::vector<int64_t>>>(
+      std::vector<int64_t>(rows.query_lengths.begin(), rows.query_lengths.end()),
+      std::vector<int64_t>(rows.key_lengths.begin(), rows.key_lengths.end()));
+  // The distinct inputs (q, k and v are often one [N, 3E] projection): each gets one
+  // gradient, into which the kernel writes every role's columns.
+  std::vector<Variable> inputs{q};
+  for (const Variable* x : {&k, &v})
+    if (std::none_of(inputs.begin(), inputs.end(),
+                     [&](const Variable& i) { return i.same_as(*x); }))
+      inputs.push_back(*x);
+  return detail::record(
+      kScaledDotAttentionRows, r.out, inputs,
+      [q, k, v, inputs, rows, options, lengths, out = r.out, l = r.lse,
+       p = r.probs](const Tensor& dy) {
+        ops::FlashRows saved = rows;
+        saved.query_lengths = lengths->first;
+        saved.key_lengths = lengths->second;
+        const std::pair<const Variable*, int64_t> roles[] = {
+            {&q, rows.q_column}, {&k, rows.k_column}, {&v, rows.v_column}};
+        const int64_t width = rows.heads * rows.head_dim;
+        // One gradient per distinct input: uninitialised when its roles' head columns
+        // cover all its columns (the kernel writes each of them), else zeros around them.
+        std::vector<Tensor> grads;
+        for (const Variable& x : inputs) {
+          std::vector<bool> covered(size_t(x.value().dim(1)), false);
+          for (const auto& [role, column] : roles)
+            if (role->same_as(x)) std::fill_n(covered.begin() + column, width, true);
+          const bool whole = std::ranges::all_of(covered, [](bool b) { return b; });
+          grads.push_back(whole ? Tensor::empty(x.value().shape(), x.value().dtype())
+                                : Tensor::zeros(x.value().shape(), x.value().dtype()));
+        }
+        auto grad_of = [&](const Variable& role) -> const Tensor& {
+          for (size_t i = 0; i < inputs.size(); ++i)
+            if (inputs[i].same_as(role)) return grads[i];
+          return grads[0];  // unreachable: every role is one of the inputs
+        };
+        ops::flash_attention_rows_backward(dy, q.value(), k.value(), v.value(), out, l, saved,
+                                           options, p.defined() ? p.view() : TensorView(),
+                                           grad_of(q), grad_of(k), grad_of(v));
+        for (size_t i = 0; i < inputs.size(); ++i) accumulate(inputs[i], std::move(grads[i]));
       });
 }
 

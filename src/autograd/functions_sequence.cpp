@@ -17,8 +17,6 @@ const OpRegistration kStack("stack");
 const OpRegistration kSelect("select");
 const OpRegistration kGatherRows("gather_rows");
 const OpRegistration kScatterRows("scatter_rows");
-const OpRegistration kRowsToHeads("rows_to_heads");
-const OpRegistration kHeadsToRows("heads_to_rows");
 
 std::vector<TensorView> values_of(const std::vector<Variable>& parts) {
   std::vector<TensorView> views;
@@ -80,31 +78,6 @@ Variable scatter_rows(const Variable& x, std::span<const int64_t> rows, int64_t 
   auto kept = std::make_shared<const std::vector<int64_t>>(rows.begin(), rows.end());
   return detail::record(kScatterRows, y, {x}, [x, kept](const Tensor& dy) {
     if (x.requires_grad()) accumulate(x, ops::gather_rows(dy, *kept));
-  });
-}
-
-Variable rows_to_heads(const Variable& y, std::span<const int64_t> rows, const Shape& heads_shape,
-                       int64_t column) {
-  Tensor out = ops::rows_to_heads(y.value(), rows, heads_shape, column);
-  auto kept = std::make_shared<const std::vector<int64_t>>(rows.begin(), rows.end());
-  return detail::record(kRowsToHeads, out, {y}, [y, kept, column](const Tensor& dy) {
-    if (!y.requires_grad()) return;
-    const Tensor& v = y.value();
-    if (!y.grad().defined() && column == 0 && dy.dim(1) * dy.dim(3) == v.dim(1)) {
-      accumulate(y, ops::heads_to_rows(dy, *kept));  // the whole of y: no zeros needed
-      return;
-    }
-    // The first part to arrive creates y's (zero) gradient; each adds its columns.
-    if (!y.grad().defined()) y.accumulate_grad(Tensor::zeros(v.shape(), v.dtype()));
-    ops::accumulate_heads_into_rows(y.grad(), column, dy, *kept);
-  });
-}
-
-Variable heads_to_rows(const Variable& x, std::span<const int64_t> rows) {
-  Tensor out = ops::heads_to_rows(x.value(), rows);
-  auto kept = std::make_shared<const std::vector<int64_t>>(rows.begin(), rows.end());
-  return detail::record(kHeadsToRows, out, {x}, [x, kept](const Tensor& dy) {
-    if (x.requires_grad()) accumulate(x, ops::rows_to_heads(dy, *kept, x.value().shape(), 0));
   });
 }
 

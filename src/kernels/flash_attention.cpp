@@ -175,31 +175,32 @@ HWY_INLINE int64_t TileKeyEnd(const FlashAttentionSpec& s, int64_t h, int64_t i0
   return end;
 }
 
-// A query-side operand X [nr, dx] (rows dx apart: Q or dO of one query tile), held
+// A query-side operand X [nr, dx] (rows ld apart: Q or dO of one query tile), held
 // transposed as Xᵀ [dx, nrp] with the pad lanes [nr, nrp) zero.
 struct QueryTileT {
   const float* x;
-  int64_t nr, nrp, dx;
+  int64_t nr, nrp, dx, ld;
   HWY_ALIGN float t[kDc * kBr];
 
-  QueryTileT(const float* rows, int64_t n, int64_t dim)
-      : x(rows), nr(n), nrp(PaddedLanes(n)), dx(dim) {
+  QueryTileT(const float* rows, int64_t n, int64_t dim, int64_t row_stride)
+      : x(rows), nr(n), nrp(PaddedLanes(n)), dx(dim), ld(row_stride) {
     if (dx <= kDc) Transpose(0, dx);
   }
   // t = X[:, c0:c0+dc]ᵀ.
   void Transpose(int64_t c0, int64_t dc) {
     for (int64_t c = 0; c < dc; ++c) std::fill(t + c * nrp + nr, t + (c + 1) * nrp, 0.0f);
-    TransposeCopy(x + c0, dx, nr, dc, t, nrp);  // 8 × 8 blocks through registers
+    TransposeCopy(x + c0, ld, nr, dc, t, nrp);  // 8 × 8 blocks through registers
   }
 };
 
-// out [nc, nrp] = alpha · R Xᵀ for R [nc, dx] (rows dx apart: K or V of a key tile).
-HWY_INLINE void ProductT(const float* rows, int64_t nc, float alpha, QueryTileT& x, float* out) {
+// out [nc, nrp] = alpha · R Xᵀ for R [nc, dx] (rows ld apart: K or V of a key tile).
+HWY_INLINE void ProductT(const float* rows, int64_t ld, int64_t nc, float alpha, QueryTileT& x,
+                         float* out) {
   for (int64_t c0 = 0; c0 < x.dx; c0 += kDc) {
     const int64_t dc = std::min(kDc, x.dx - c0);
     if (x.dx > kDc) x.Transpose(c0, dc);
     TileProductRun(
-        {nc, x.nrp, dc, rows + c0, x.dx, 1, x.t, x.nrp, out, x.nrp, alpha, /*accumulate=*/c0 > 0});
+        {nc, x.nrp, dc, rows + c0, ld, 1, x.t, x.nrp, out, x.nrp, alpha, /*accumulate=*/c0 > 0});
   }
 }
 
@@ -290,7 +291,8 @@ HWY_NOINLINE void KeepFactorsT(float* slots, int64_t slot, int64_t factors, int6
 // this query tile's kept probabilities, or null.
 void ForwardTile(const FlashAttentionSpec& s, const float* q, const float* k, const float* v,
                  float* out, float* lse, int64_t h, int64_t q0, int64_t nr, float* slots) {
-  QueryTileT qt(q + (h * s.tq + q0) * s.dh, nr, s.dh);  // Qᵀ [dh, nrp]
+  const int64_t ldk = flash_ldk(s), ldv = flash_ldv(s), ldo = flash_ldo(s);
+  QueryTileT qt(flash_q_row(s, q, h, q0), nr, s.dh, flash_ldq(s));  // Qᵀ [dh, nrp]
   const int64_t nrp = qt.nrp;
   HWY_ALIGN float st[kBc * kBr];  // Sᵀ, then P̃ᵀ [nc, nrp]
   QueryLanes lanes;
@@ -303,14 +305,14 @@ void ForwardTile(const FlashAttentionSpec& s, const float* q, const float* k, co
   }
   const float* kh = flash_key_head(s, k, h);    // [tk, dh]
   const float* vh = flash_value_head(s, v, h);  // [tk, dv]
-  float* ot = out + (h * s.tq + q0) * s.dv;     // [nr, dv], the accumulator O
-  std::fill(ot, ot + nr * s.dv, 0.0f);
+  float* ot = flash_o_row(s, out, h, q0);       // [nr, dv], the accumulator O
+  for (int64_t r = 0; r < nr; ++r) std::fill_n(ot + r * ldo, s.dv, 0.0f);
   const int64_t kend = TileKeyEnd(s, h, q0, q0 + nr);
   const int64_t slot = detail::flash_probs_slot(s.tq, s.tk);
   const int64_t factors = detail::flash_probs_factors(s.tq, s.tk);
   for (int64_t j0 = 0; j0 < kend; j0 += kBc) {
     const int64_t nc = std::min(kBc, kend - j0);
-    ProductT(kh + j0 * s.dh, nc, float(s.scale), qt, st);
+    ProductT(kh + j0 * ldk, ldk, nc, float(s.scale), qt, st);
     // P̃ᵀ goes into its slot when kept (and the m it was formed with into the slot's
     // factor row, for now), else back into st.
     float* pt = slots ? slots + j0 / kBc * slot : st;
@@ -320,9 +322,9 @@ void ForwardTile(const FlashAttentionSpec& s, const float* q, const float* k, co
       OnlineSoftmaxT<true>(st, nc, nrp, j0, lanes, pt);
     if (slots) std::copy(lanes.m, lanes.m + nrp, pt + factors);
     for (int64_t r = 0; r < nr; ++r)
-      if (lanes.alpha[r] != 1.0f) ScaleRow(ot + r * s.dv, s.dv, lanes.alpha[r]);
+      if (lanes.alpha[r] != 1.0f) ScaleRow(ot + r * ldo, s.dv, lanes.alpha[r]);
     // O += P̃ V_tile: A = P̃ᵀ read transposed, B = V_tile [nc, dv].
-    TileProduct pv{nr, s.dv, nc, pt, 1, nrp, vh + j0 * s.dv, s.dv, ot, s.dv, 1.0f, true};
+    TileProduct pv{nr, s.dv, nc, pt, 1, nrp, vh + j0 * ldv, ldv, ot, ldo, 1.0f, true};
     const SlotSpan next = NextSlot(slots, slot, j0, kend, nrp);  // fetched while multiplying
     pv.prefetch = next.at;
     pv.prefetch_floats = next.floats;
@@ -334,7 +336,7 @@ void ForwardTile(const FlashAttentionSpec& s, const float* q, const float* k, co
       lse[h * s.tq + q0 + r] = -kInf;
       continue;
     }
-    ScaleRow(ot + r * s.dv, s.dv, 1.0f / lanes.l[r]);
+    ScaleRow(ot + r * ldo, s.dv, 1.0f / lanes.l[r]);
     lse[h * s.tq + q0 + r] = float(double(lanes.m[r]) + std::log(double(lanes.l[r])));
   }
 }
@@ -484,7 +486,7 @@ void SingleQuery(const FlashAttentionSpec& s, const float* q, const float* k, co
 
 void ForwardImpl(const FlashAttentionSpec& s, const float* q, const float* k, const float* v,
                  float* out, float* lse, float* probs) {
-  if (s.tq == 1 && !probs) {
+  if (s.tq == 1 && !probs && !s.rows) {
     // Heads of ~tk·(dh + dv) multiply-adds each: chunks of several, one hand-off each.
     const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, s.tk * (s.dh + s.dv)));
     parallel_for(0, s.bh, grain, [&](int64_t h0, int64_t h1) {
@@ -497,8 +499,10 @@ void ForwardImpl(const FlashAttentionSpec& s, const float* q, const float* k, co
   parallel_for(0, s.bh * tiles, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       const int64_t h = c / tiles, q0 = (c % tiles) * kBr;
-      ForwardTile(s, q, k, v, out, lse, h, q0, std::min(kBr, s.tq - q0),
-                  probs ? probs + c * slots : nullptr);
+      const int64_t nr = std::min(kBr, flash_queries(s, h) - q0);
+      if (nr > 0) ForwardTile(s, q, k, v, out, lse, h, q0, nr, probs ? probs + c * slots : nullptr);
+      for (int64_t i = q0 + std::max<int64_t>(nr, 0); i < std::min(q0 + kBr, s.tq); ++i)
+        lse[h * s.tq + i] = -kInf;  // packed rows: past the sequence's queries
     }
   });
 }
@@ -573,10 +577,11 @@ void BackwardQueryTile(const FlashAttentionSpec& s, const float* q, const float*
                        const float* lse, const float* dout, const float* delta, float* dq,
                        float* dk, float* dv, int64_t h, int64_t q0, int64_t nr,
                        const float* slots) {
-  const float* qrows = q + (h * s.tq + q0) * s.dh;        // [nr, dh]
-  const float* dorows = dout + (h * s.tq + q0) * s.dv;    // [nr, dv]
-  float* dqrows = dq + (h * s.tq + q0) * s.dh;            // [nr, dh]
-  QueryTileT qt(qrows, nr, s.dh), dot(dorows, nr, s.dv);  // Qᵀ [dh, nrp], dOᵀ [dv, nrp]
+  const int64_t ldq = flash_ldq(s), ldk = flash_ldk(s), ldv = flash_ldv(s), ldo = flash_ldo(s);
+  const float* qrows = flash_q_row(s, q, h, q0);                    // [nr, dh]
+  const float* dorows = flash_o_row(s, dout, h, q0);                // [nr, dv]
+  float* dqrows = flash_q_row(s, dq, h, q0);                        // [nr, dh]
+  QueryTileT qt(qrows, nr, s.dh, ldq), dot(dorows, nr, s.dv, ldo);  // Qᵀ [dh, nrp], dOᵀ [dv, nrp]
   const int64_t nrp = qt.nrp;
   BackwardLanes lanes;
   int64_t all_see = std::numeric_limits<int64_t>::max();  // keys [0, all_see) seen by every lane
@@ -595,22 +600,22 @@ void BackwardQueryTile(const FlashAttentionSpec& s, const float* q, const float*
   const int64_t factors = detail::flash_probs_factors(s.tq, s.tk);
   for (int64_t j0 = 0; j0 < kend; j0 += kBc) {
     const int64_t nc = std::min(kBc, kend - j0);
-    const float* kt = flash_key_head(s, k, h) + j0 * s.dh;    // [nc, dh]
-    const float* vt = flash_value_head(s, v, h) + j0 * s.dv;  // [nc, dv]
-    float* dkt = dk + (h * s.tk + j0) * s.dh;                 // [nc, dh]
-    float* dvt = dv + (h * s.tk + j0) * s.dv;                 // [nc, dv]
+    const float* kt = flash_key_head(s, k, h) + j0 * ldk;    // [nc, dh]
+    const float* vt = flash_value_head(s, v, h) + j0 * ldv;  // [nc, dv]
+    float* dkt = flash_dk_row(s, dk, h, j0);                 // [nc, dh]
+    float* dvt = flash_dv_row(s, dv, h, j0);                 // [nc, dv]
     if (slots) {
       const float* kept = slots + j0 / kBc * slot;
       KeptProbT(kept, kept + factors, nc, nrp, pt);
     } else {
-      ProductT(kt, nc, scale, qt, pt);
+      ProductT(kt, ldk, nc, scale, qt, pt);
       if (j0 + nc <= all_see)
         ProbT<false>(pt, nc, nrp, j0, lanes);
       else
         ProbT<true>(pt, nc, nrp, j0, lanes);
     }
-    TileProduct dvp{nc, s.dv, nr, pt, nrp, 1, dorows, s.dv, dvt, s.dv, 1.0f, true};  // dV += Pᵀ dO
-    TileProduct dqp{nr, s.dh, nc, dpt, 1, nrp, kt, s.dh, dqrows, s.dh, scale, true};  // dQ += dS K
+    TileProduct dvp{nc, s.dv, nr, pt, nrp, 1, dorows, ldo, dvt, ldv, 1.0f, true};   // dV += Pᵀ dO
+    TileProduct dqp{nr, s.dh, nc, dpt, 1, nrp, kt, ldk, dqrows, ldq, scale, true};  // dQ += dS K
     const SlotSpan next = NextSlot(slots, slot, j0, kend, nrp);  // fetched while multiplying,
     if (next.at) {                                               // half in each product
       dvp.prefetch = next.at;
@@ -619,27 +624,35 @@ void BackwardQueryTile(const FlashAttentionSpec& s, const float* q, const float*
       dqp.prefetch_floats = next.floats - next.floats / 2;
     }
     TileProductRun(dvp);
-    ProductT(vt, nc, 1.0f, dot, dpt);  // dPᵀ = V dOᵀ
+    ProductT(vt, ldv, nc, 1.0f, dot, dpt);  // dPᵀ = V dOᵀ
     SoftmaxGradT(pt, dpt, nc, nrp, lanes);
     TileProductRun(dqp);
-    TileProductRun(
-        {nc, s.dh, nr, dpt, nrp, 1, qrows, s.dh, dkt, s.dh, scale, true});  // dK += dSᵀ Q
+    TileProductRun({nc, s.dh, nr, dpt, nrp, 1, qrows, ldq, dkt, ldk, scale, true});  // dK += dSᵀ Q
   }
 }
 
 void BackwardHead(const FlashAttentionSpec& s, const float* q, const float* k, const float* v,
                   const float* out, const float* lse, const float* dout, float* delta, float* dq,
                   float* dk, float* dv, int64_t h, const float* probs) {
-  std::fill(dq + h * s.tq * s.dh, dq + (h + 1) * s.tq * s.dh, 0.0f);
-  std::fill(dk + h * s.tk * s.dh, dk + (h + 1) * s.tk * s.dh, 0.0f);
-  std::fill(dv + h * s.tk * s.dv, dv + (h + 1) * s.tk * s.dv, 0.0f);
-  for (int64_t i = 0; i < s.tq; ++i)  // δ_i = dO_i · O_i (0 on fully masked rows: O = 0)
+  const int64_t nq = flash_queries(s, h), nk = flash_keys(s, h);
+  if (!s.rows) {  // each head's gradients are one dense block
+    std::fill(dq + h * s.tq * s.dh, dq + (h + 1) * s.tq * s.dh, 0.0f);
+    std::fill(dk + h * s.tk * s.dh, dk + (h + 1) * s.tk * s.dh, 0.0f);
+    std::fill(dv + h * s.tk * s.dv, dv + (h + 1) * s.tk * s.dv, 0.0f);
+  } else {
+    for (int64_t i = 0; i < nq; ++i) std::fill_n(flash_q_row(s, dq, h, i), s.dh, 0.0f);
+    for (int64_t j = 0; j < nk; ++j) {
+      std::fill_n(flash_dk_row(s, dk, h, j), s.dh, 0.0f);
+      std::fill_n(flash_dv_row(s, dv, h, j), s.dv, 0.0f);
+    }
+  }
+  for (int64_t i = 0; i < nq; ++i)  // δ_i = dO_i · O_i (0 on fully masked rows: O = 0)
     delta[h * s.tq + i] =
-        float(DotF64(out + (h * s.tq + i) * s.dv, dout + (h * s.tq + i) * s.dv, s.dv));
+        float(DotF64(flash_o_row(s, out, h, i), flash_o_row(s, dout, h, i), s.dv));
   const int64_t tiles = detail::flash_tiles(s.tq);
   const int64_t slots = detail::flash_probs_query_tile(s.tq, s.tk);
-  for (int64_t q0 = 0; q0 < s.tq; q0 += kBr)
-    BackwardQueryTile(s, q, k, v, lse, dout, delta, dq, dk, dv, h, q0, std::min(kBr, s.tq - q0),
+  for (int64_t q0 = 0; q0 < nq; q0 += kBr)
+    BackwardQueryTile(s, q, k, v, lse, dout, delta, dq, dk, dv, h, q0, std::min(kBr, nq - q0),
                       probs ? probs + (h * tiles + q0 / kBr) * slots : nullptr);
 }
 

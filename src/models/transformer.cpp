@@ -33,8 +33,9 @@ autograd::Variable unpack(const autograd::Variable& x, const PackedBatch& rows) 
 namespace detail {
 
 // Training runs on packed rows (attention::PackedBatch): embeddings, dropout, every
-// LayerNorm, projection, FFN and residual see the real positions only; the attention
-// kernel alone sees the padded heads. Unbucketed batches are often a third padding.
+// LayerNorm, projection, FFN and residual see the real positions only, and so does the
+// attention kernel (it reads its heads in the projections' rows). Unbucketed batches are
+// often a third padding.
 class TransformerLayers {
  public:
   TransformerLayers(nn::ParameterStore& store, const ModelConfig& c)
@@ -58,26 +59,25 @@ class TransformerLayers {
   // src [B, Ts] -> memory [Ns, E] at the real source positions `rows` (after the final
   // LayerNorm). input (optional) receives the encoder's input [B, Ts, E] before dropout
   // (EncoderTaps::input).
-  Variable encode(const Tensor& src, const PackedBatch& rows, std::span<const int64_t> lengths,
-                  Variable* input = nullptr) {
+  Variable encode(const Tensor& src, const PackedBatch& rows, Variable* input = nullptr) {
     check_length("src", src.dim(1));
     const Variable embedded = positions_.forward(tables_.source(src));
     if (input != nullptr) *input = embedded;
     Variable x = encoder_dropout_.forward(pack(embedded, rows));
-    for (EncoderLayer& layer : encoder_) x = layer.forward(x, rows, lengths, encoder_dropout_);
+    for (EncoderLayer& layer : encoder_) x = layer.forward(x, rows, encoder_dropout_);
     return encoder_norm_.forward(x);
   }
 
   // tgt_in [B, Tt] -> the decoder's output [Nt, E] at the real target positions
   // target_rows (after the final LayerNorm), the input of the output projection; memory
-  // [Ns, E] at source_rows, lengths [B] the source lengths.
+  // [Ns, E] at source_rows.
   Variable decode(const Tensor& tgt_in, const PackedBatch& target_rows, const Variable& memory,
-                  const PackedBatch& source_rows, std::span<const int64_t> lengths) {
+                  const PackedBatch& source_rows) {
     check_length("tgt_in", tgt_in.dim(1));
     Variable x =
         decoder_dropout_.forward(pack(positions_.forward(tables_.target(tgt_in)), target_rows));
     for (DecoderLayer& layer : decoder_)
-      x = layer.forward(x, target_rows, memory, source_rows, lengths, decoder_dropout_);
+      x = layer.forward(x, target_rows, memory, source_rows, decoder_dropout_);
     return decoder_norm_.forward(x);
   }
   // h [..., E] -> logits [..., V].
@@ -208,7 +208,7 @@ EncoderOutput Transformer::encode(const Tensor& src, std::span<const int64_t> sr
   detail::check_sequences("src", src, src_lengths);
   const autograd::NoGradGuard no_grad;
   const PackedBatch rows = PackedBatch::of(src_lengths, src.dim(1));
-  return {unpack(layers_->encode(src, rows, src_lengths), rows).value(),
+  return {unpack(layers_->encode(src, rows), rows).value(),
           {src_lengths.begin(), src_lengths.end()},
           {}};
 }
@@ -301,8 +301,7 @@ Transformer::DecoderOutput Transformer::decoder_output(const Tensor& src,
   const PackedBatch source_rows = PackedBatch::of(src_lengths, src.dim(1));
   DecoderOutput out{.hidden = {}, .target_rows = PackedBatch::of(tgt_lengths, tgt_in.dim(1))};
   autograd::Variable input;
-  autograd::Variable memory =
-      layers_->encode(src, source_rows, src_lengths, taps != nullptr ? &input : nullptr);
+  autograd::Variable memory = layers_->encode(src, source_rows, taps != nullptr ? &input : nullptr);
   if (taps != nullptr) {
     // The taps are padded [B, Ts, E]; the decoder reads memory back from that Variable,
     // so the tap's gradient is all of memory's.
@@ -311,7 +310,7 @@ Transformer::DecoderOutput Transformer::decoder_output(const Tensor& src,
     taps->retain_grads();
     memory = pack(padded, source_rows);
   }
-  out.hidden = layers_->decode(tgt_in, out.target_rows, memory, source_rows, src_lengths);
+  out.hidden = layers_->decode(tgt_in, out.target_rows, memory, source_rows);
   return out;
 }
 

@@ -80,31 +80,6 @@ void copy_rows(const void* from, void* to, int64_t n, int64_t width, ToRow to_ro
   });
 }
 
-// x [B, H, T, Dh] against packed rows: the checks heads_to_rows and its accumulating twin
-// share.
-void check_heads_rows(std::string_view op, const TensorView& x, std::span<const int64_t> rows) {
-  QKV_CHECK(x.rank() == 4, ShapeError, op, ": x ", describe(x), " is not heads [B, H, T, Dh]");
-  check_rows(op, rows, x.dim(0) * x.dim(2));
-}
-
-// Moves the heads of packed row i between a row of [N, C] (columns from `column`) and
-// the heads [B, H, T, Dh]: Move(head_elements, row_elements, Dh) per head.
-template <class HeadT, class RowT, class Move>
-void for_each_head_row(HeadT* heads_base, RowT* row_base, std::span<const int64_t> rows,
-                       int64_t row_stride, int64_t column, const Shape& heads_shape, Move move) {
-  const int64_t h_count = heads_shape[1], length = heads_shape[2], dh = heads_shape[3];
-  const int64_t grain =
-      std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, h_count * dh));
-  parallel_for(0, int64_t(rows.size()), grain, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      const int64_t b = rows[size_t(i)] / length, t = rows[size_t(i)] % length;
-      for (int64_t h = 0; h < h_count; ++h)
-        move(heads_base + ((b * h_count + h) * length + t) * dh,
-             row_base + i * row_stride + column + h * dh, dh);
-    }
-  });
-}
-
 }  // namespace
 
 Tensor concat(std::span<const TensorView> parts, int axis) {
@@ -245,68 +220,6 @@ Tensor scatter_rows(const TensorView& x, std::span<const int64_t> rows, int64_t 
       cx.view().raw_data(), out.view().raw_data(), int64_t(rows.size()), width,
       [rows](int64_t i) { return rows[size_t(i)]; }, [](int64_t i) { return i; });
   return out;
-}
-
-Tensor rows_to_heads(const TensorView& y, std::span<const int64_t> rows, const Shape& heads_shape,
-                     int64_t column) {
-  QKV_CHECK(heads_shape.rank() == 4, ShapeError, "rows_to_heads: heads shape ", heads_shape,
-            " is not [B, H, T, Dh]");
-  const int64_t width = heads_shape[1] * heads_shape[3];
-  QKV_CHECK(y.rank() == 2 && y.dim(0) == int64_t(rows.size()) && column >= 0 &&
-                column + width <= y.dim(1),
-            ShapeError, "rows_to_heads: y ", describe(y), " has no [N = ", rows.size(),
-            " packed rows, columns ", column, " + H·Dh = ", width, "]");
-  check_rows("rows_to_heads", rows, heads_shape[0] * heads_shape[2]);
-  const detail::ContiguousInput cy(y);
-  // Every element written once: the real positions' heads, zeros at the padded ones (the
-  // gaps between the increasing rows), not a zeroed tensor overwritten.
-  Tensor out = Tensor::empty(heads_shape, y.dtype());
-  std::vector<int64_t> padded;
-  for (int64_t p = 0, i = 0; p < heads_shape[0] * heads_shape[2]; ++p) {
-    if (i < int64_t(rows.size()) && rows[size_t(i)] == p) {
-      ++i;
-    } else {
-      padded.push_back(p);
-    }
-  }
-  detail::visit_dtype(y.dtype(), [&]<class T>() {
-    // The zeros read no row: the row base passed is out's own (valid, never read).
-    for_each_head_row(out.data<T>(), out.data<T>(), padded, 0, 0, heads_shape,
-                      [](T* head, const T*, int64_t n) { std::fill_n(head, n, T(0)); });
-    for_each_head_row(
-        out.data<T>(), cy.data<T>(), rows, y.dim(1), column, heads_shape,
-        [](T* head, const T* row, int64_t n) { std::memcpy(head, row, size_t(n) * sizeof(T)); });
-  });
-  return out;
-}
-
-Tensor heads_to_rows(const TensorView& x, std::span<const int64_t> rows) {
-  check_heads_rows("heads_to_rows", x, rows);
-  const detail::ContiguousInput cx(x);
-  Tensor out = Tensor::empty({int64_t(rows.size()), x.dim(1) * x.dim(3)}, x.dtype());
-  detail::visit_dtype(x.dtype(), [&]<class T>() {
-    for_each_head_row(
-        cx.data<T>(), out.data<T>(), rows, out.dim(1), 0, x.shape(),
-        [](const T* head, T* row, int64_t n) { std::memcpy(row, head, size_t(n) * sizeof(T)); });
-  });
-  return out;
-}
-
-void accumulate_heads_into_rows(const Tensor& dst, int64_t column, const TensorView& x,
-                                std::span<const int64_t> rows) {
-  check_heads_rows("accumulate_heads_into_rows", x, rows);
-  detail::check_same_dtype("accumulate_heads_into_rows", dst, x);
-  const int64_t width = x.dim(1) * x.dim(3);
-  QKV_CHECK(dst.rank() == 2 && dst.dim(0) == int64_t(rows.size()) && column >= 0 &&
-                column + width <= dst.dim(1) && dst.is_contiguous(),
-            ShapeError, "accumulate_heads_into_rows: dst ", describe(dst),
-            " is not a contiguous [N = ", rows.size(), " packed rows, columns ", column,
-            " + H·Dh = ", width, "]");
-  const detail::ContiguousInput cx(x);
-  detail::visit_dtype(x.dtype(), [&]<class T>() {
-    for_each_head_row(cx.data<T>(), dst.data<T>(), rows, dst.dim(1), column, x.shape(),
-                      [](const T* head, T* row, int64_t n) { kern::axpy(1.0, head, row, n); });
-  });
 }
 
 }  // namespace qkv::ops

@@ -243,15 +243,15 @@ TEST(MultiHeadSteps, ProjectSelfStackedInPlaceOrCopiedEqualsSeparateProjections)
 }
 
 // Packed rows (the Transformer's training path) against the padded calls: the same
-// output and gradients at the real positions, zero heads at the padded ones.
-TEST(MultiHeadSteps, PackedRowsEqualThePaddedBatchAtItsRealPositions) {
-  const DType f64 = DType::F64;
-  const MultiHeadAttention mha = random_mha(8, 2, f64);
+// output and gradients at the real positions.
+// F32 runs the fused kernel on packed rows, F64 its reference twin.
+void packed_rows_equal_the_padded_batch(DType dtype, double tol) {
+  const MultiHeadAttention mha = random_mha(8, 2, dtype);
   const std::vector<int64_t> tgt_lengths{3, 1, 2}, src_lengths{2, 4, 4};
   const PackedBatch tgt = PackedBatch::of(tgt_lengths, 3), src = PackedBatch::of(src_lengths, 4);
   EXPECT_EQ(tgt.rows, (std::vector<int64_t>{0, 1, 2, 3, 6, 7}));
-  const Tensor x = random_tensor({3, 3, 8}, f64, 1), memory = random_tensor({3, 4, 8}, f64, 2);
-  const Tensor weights_out = random_tensor({6, 8}, f64, 3);  // the loss Σ y ⊙ R
+  const Tensor x = random_tensor({3, 3, 8}, dtype, 1), memory = random_tensor({3, 4, 8}, dtype, 2);
+  const Tensor weights_out = random_tensor({6, 8}, dtype, 3);  // the loss Σ y ⊙ R
   auto grads_of = [&](const Variable& y) {
     autograd::backward(autograd::sum(autograd::mul(y, leaf(weights_out, false))));
     std::vector<Tensor> g;
@@ -281,34 +281,39 @@ TEST(MultiHeadSteps, PackedRowsEqualThePaddedBatchAtItsRealPositions) {
 
     const Variable xq = leaf(ops::gather_rows(x.reshape({9, 8}), tgt.rows), true);
     const Variable mq = leaf(ops::gather_rows(memory.reshape({12, 8}), src.rows), true);
-    Variable packed_y;
-    if (self) {
-      const QueryKeyValueHeads h = mha.project_self(xq, tgt);
-      const Tensor& k = h.keys.value();  // [B, H, T, Dh]: row 1 holds one real position
-      for (int64_t t = 1; t < 3; ++t)
-        for (int64_t hd = 0; hd < 2; ++hd)
-          for (int64_t d = 0; d < 4; ++d) EXPECT_EQ(k.at<double>({1, hd, t, d}), 0.0);
-      packed_y = mha.attend_heads(h.queries, h.keys, h.values, mask, tgt);
-    } else {
-      const KeyValueHeads kv = mha.project_key_values(mq, src);
-      packed_y = mha.attend_heads(mha.project_queries(xq, tgt), kv.keys, kv.values, mask, tgt);
-    }
+    const Variable packed_y =
+        self ? mha.self_attend(xq, tgt, /*causal=*/true) : mha.cross_attend(xq, tgt, mq, src);
     EXPECT_EQ(packed_y.value().shape(), (Shape{6, 8}));
-    EXPECT_TRUE(all_close(packed_y.value(), padded_real.value(), 1e-12, 1e-12));
+    EXPECT_TRUE(all_close(packed_y.value(), padded_real.value(), tol, tol));
     const std::vector<Tensor> packed_grads = grads_of(packed_y);
     for (size_t i = 0; i < packed_grads.size(); ++i)
-      EXPECT_TRUE(all_close(packed_grads[i], padded_grads[i], 1e-12, 1e-12)) << "parameter " << i;
+      EXPECT_TRUE(all_close(packed_grads[i], padded_grads[i], tol, tol)) << "parameter " << i;
     const Tensor dx = ops::gather_rows(xp.grad().reshape({9, 8}), tgt.rows);
-    EXPECT_TRUE(all_close(xq.grad(), dx, 1e-12, 1e-12));
+    EXPECT_TRUE(all_close(xq.grad(), dx, tol, tol));
     if (!self) {
       const Tensor dm = ops::gather_rows(mp.grad().reshape({12, 8}), src.rows);
-      EXPECT_TRUE(all_close(mq.grad(), dm, 1e-12, 1e-12));
+      EXPECT_TRUE(all_close(mq.grad(), dm, tol, tol));
     }
   }
   // Rows that are not the packed batch's, lengths outside [1, T]: typed errors naming them.
-  EXPECT_THROW(mha.project_self(leaf(random_tensor({5, 8}, f64, 4), false), tgt), ShapeError);
+  EXPECT_THROW(mha.self_attend(leaf(random_tensor({5, 8}, dtype, 4), false), tgt, false),
+               ShapeError);
+  const Variable xq = leaf(random_tensor({6, 8}, dtype, 5), false);
+  EXPECT_THROW(mha.cross_attend(xq, tgt, leaf(random_tensor({9, 8}, dtype, 6), false), src),
+               ShapeError);  // memory is not src's 10 rows
+  const PackedBatch two = PackedBatch::of(std::vector<int64_t>{3, 3}, 3);
+  EXPECT_THROW(mha.cross_attend(xq, tgt, leaf(random_tensor({6, 8}, dtype, 7), false), two),
+               ShapeError);  // 3 query sequences, 2 memory sequences
+  PackedBatch handmade = tgt;
+  handmade.lengths.clear();
+  EXPECT_THROW(mha.self_attend(xq, handmade, false), ValueError);
   EXPECT_THROW(PackedBatch::of(std::vector<int64_t>{2, 0}, 3), ValueError);
   EXPECT_THROW(PackedBatch::of(std::vector<int64_t>{4}, 3), ValueError);
+}
+
+TEST(MultiHeadSteps, PackedRowsEqualThePaddedBatchAtItsRealPositions) {
+  packed_rows_equal_the_padded_batch(DType::F64, 1e-12);
+  packed_rows_equal_the_padded_batch(DType::F32, 2e-5);
 }
 
 TEST(MultiHeadSteps, AttendHeadsRejectsHeadsOfAnotherShape) {

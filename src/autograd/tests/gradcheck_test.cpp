@@ -122,6 +122,37 @@ std::vector<GradCase> attention_cases() {
       att("[1, 1, 2] decoder step, length 4 of 5", {1, 1, 2}, {1, 5, 2}, {1, 5, 3}, {1.0}, {4})};
 }
 
+// Fused attention on packed rows: Q, K and V as columns of one input (self, causal),
+// queries against keys and values of another (cross), one with a column no head reads
+// (its gradient must stay 0).
+std::vector<GradCase> attention_rows_cases() {
+  static const std::vector<int64_t> kLengths{3, 1}, kQueries{2, 2};
+  return {{"self: one [4, 12], 2 heads of 2, causal, lengths {3, 1}",
+           {{4, 12}},
+           [](const Vars& x) {
+             const ops::FlashRows rows{.heads = 2,
+                                       .head_dim = 2,
+                                       .query_lengths = kLengths,
+                                       .key_lengths = kLengths,
+                                       .q_column = 0,
+                                       .k_column = 4,
+                                       .v_column = 8};
+             return project(scaled_dot_attention_rows(x[0], x[0], x[0], rows, {0.6, true}));
+           }},
+          {"cross: q [4, 5] from column 1 against k, v of one [4, 8]",
+           {{4, 5}, {4, 8}},
+           [](const Vars& x) {
+             const ops::FlashRows rows{.heads = 2,
+                                       .head_dim = 2,
+                                       .query_lengths = kQueries,
+                                       .key_lengths = kLengths,
+                                       .q_column = 1,
+                                       .k_column = 4,
+                                       .v_column = 0};
+             return project(scaled_dot_attention_rows(x[0], x[1], x[1], rows, {0.9}));
+           }}};
+}
+
 std::vector<GradCase> cross_entropy_cases() {
   auto ce = [](Shape logits, double smoothing, bool ignore_one) {
     Tensor targets = ids_tensor(logits.without_dim(-1), logits.back(), 11);
@@ -216,18 +247,6 @@ void add_recurrent_cases(std::map<std::string, std::vector<GradCase>>& t) {
        }}};
   t["scatter_rows"] = {unary("[3, 5] into 6 rows", {3, 5},
                              [](const Variable& x) { return scatter_rows(x, kRows, 6); })};
-  // Heads [B = 2, H = 2, T = 3, Dh = 2] of the same packed rows.
-  static const Shape kHeads{2, 2, 3, 2};
-  t["rows_to_heads"] = {unary("[3, 4] -> [2, 2, 3, 2]", {3, 4},
-                              [](const Variable& y) { return rows_to_heads(y, kRows, kHeads, 0); }),
-                        {"Q, K, V parts of one [3, 12], multiplied", {{3, 12}}, [](const Vars& v) {
-                           const Variable q = rows_to_heads(v[0], kRows, kHeads, 0),
-                                          k = rows_to_heads(v[0], kRows, kHeads, 4),
-                                          w = rows_to_heads(v[0], kRows, kHeads, 8);
-                           return project(add(mul(q, k), w));
-                         }}};
-  t["heads_to_rows"] = {unary("[2, 2, 3, 2] -> [3, 4]", {2, 2, 3, 2},
-                              [](const Variable& x) { return heads_to_rows(x, kRows); })};
 }
 
 std::map<std::string, std::vector<GradCase>> build_table() {
@@ -283,6 +302,7 @@ std::map<std::string, std::vector<GradCase>> build_table() {
          return project(stacked_linear(v[0], {v[1], v[2], v[3]}));
        }}};
   t["scaled_dot_attention"] = attention_cases();
+  t["scaled_dot_attention_rows"] = attention_rows_cases();
   t["additive_scores"] = {
       {"[2, 3, 4] x [2, 5, 4], A 4",
        {{2, 3, 4}, {2, 5, 4}, {4}},

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <span>
 #include <vector>
@@ -343,6 +344,125 @@ TEST(FlashAttention, HeadStridedKeysAndValuesEqualDense) {
         EXPECT_EQ(ref_strided.dv, ref_dense.dv);
       }
     }
+  });
+}
+
+// Packed rows (FlashAttentionRows) against the padded heads: B sequences of lengths[b]
+// positions, H heads of D columns side by side in each row. The dense problem's padded
+// query rows have dO = 0 (what the padded heads' gradient held), so every real row's
+// results must be the same bits, and every row of the packed gradients written.
+struct PackedLayout {
+  int64_t batch, heads, d, t;
+  std::vector<int64_t> lengths, starts;
+  int64_t rows() const { return starts.back() + lengths.back(); }
+  // Dense [B·H, T, d] <-> packed [rows, ld] with head h of sequence b at column
+  // column + h·d of rows starts[b] + i, i < lengths[b].
+  template <class F>
+  void each(int64_t ld, int64_t column, F f) const {
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < lengths[size_t(b)]; ++i)
+          for (int64_t c = 0; c < d; ++c)
+            f(((b * heads + h) * t + i) * d + c, (starts[size_t(b)] + i) * ld + column + h * d + c);
+  }
+};
+
+PackedLayout packed_layout(std::vector<int64_t> lengths, int64_t heads, int64_t d, int64_t t) {
+  PackedLayout l{int64_t(lengths.size()), heads, d, t, std::move(lengths), {}};
+  int64_t at = 0;
+  for (int64_t n : l.lengths) {
+    l.starts.push_back(at);
+    at += n;
+  }
+  return l;
+}
+
+TEST(FlashAttention, PackedRowsEqualPaddedHeadsAtRealPositions) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for_each_simd_target([&](const SimdTarget&) {
+    for (const bool causal : {false, true})
+      for (const bool keep : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << (causal ? "causal" : "") << (keep ? " kept" : ""));
+        // Self-attention, q, k and v side by side in one [N, 3·H·D] (the training path);
+        // lengths with partial and whole tiles, one of them 1.
+        const int64_t heads = 2, d = 24, t = 70, w = heads * d;
+        const PackedLayout l = packed_layout({70, 1, 65, 33}, heads, d, t);
+        Problem dense = make_problem(l.batch * heads, t, t, d, d, causal, false, 900 + causal);
+        std::vector<int64_t> per_head;
+        for (int64_t n : l.lengths) per_head.insert(per_head.end(), size_t(heads), n);
+        dense.spec.key_lengths = per_head.data();
+        for (int64_t h = 0; h < dense.spec.bh; ++h)  // dO = 0 on the padded query rows
+          for (int64_t i = per_head[size_t(h)]; i < t; ++i)
+            std::fill_n(dense.dout.begin() + (h * t + i) * d, d, 0.0f);
+        const Result want = run_fused(dense, keep);
+
+        const int64_t n = l.rows();
+        Vec qkv(size_t(n * 3 * w), nan), dout(size_t(n * w), nan);
+        l.each(3 * w, 0, [&](int64_t i, int64_t r) { qkv[size_t(r)] = dense.q[size_t(i)]; });
+        l.each(3 * w, w, [&](int64_t i, int64_t r) { qkv[size_t(r)] = dense.k[size_t(i)]; });
+        l.each(3 * w, 2 * w, [&](int64_t i, int64_t r) { qkv[size_t(r)] = dense.v[size_t(i)]; });
+        l.each(w, 0, [&](int64_t i, int64_t r) { dout[size_t(r)] = dense.dout[size_t(i)]; });
+        const FlashAttentionRows rows{heads,
+                                      l.starts.data(),
+                                      l.lengths.data(),
+                                      l.starts.data(),
+                                      l.lengths.data(),
+                                      3 * w,
+                                      3 * w,
+                                      3 * w,
+                                      w};
+        FlashAttentionSpec spec = dense.spec;
+        spec.key_lengths = nullptr;
+        spec.rows = &rows;
+        Vec out(size_t(n * w), nan), lse(size_t(spec.bh * t), nan), dqkv(qkv.size(), nan);
+        Vec probs(keep ? size_t(flash_attention_probs_size(spec)) : 0, nan), delta(lse.size());
+        float* kept = keep ? probs.data() : nullptr;
+        flash_attention_forward(spec, qkv.data(), qkv.data() + w, qkv.data() + 2 * w, out.data(),
+                                lse.data(), kept);
+        flash_attention_backward(spec, qkv.data(), qkv.data() + w, qkv.data() + 2 * w, out.data(),
+                                 lse.data(), dout.data(), delta.data(), dqkv.data(),
+                                 dqkv.data() + w, dqkv.data() + 2 * w, kept);
+        auto same = [&](const char* what, const Vec& packed, int64_t ld, int64_t column,
+                        const Vec& padded) {
+          int64_t differ = 0;
+          l.each(ld, column, [&](int64_t i, int64_t r) {
+            const float a = packed[size_t(r)], b = padded[size_t(i)];
+            differ += std::memcmp(&a, &b, sizeof a) != 0;
+          });
+          EXPECT_EQ(differ, 0) << what;
+        };
+        same("out", out, w, 0, want.out);
+        same("dq", dqkv, 3 * w, 0, want.dq);
+        same("dk", dqkv, 3 * w, w, want.dk);
+        same("dv", dqkv, 3 * w, 2 * w, want.dv);
+        EXPECT_TRUE(std::none_of(dqkv.begin(), dqkv.end(), [](float x) { return std::isnan(x); }));
+        for (int64_t h = 0; h < spec.bh; ++h)
+          for (int64_t i = 0; i < t; ++i) {
+            const float a = lse[size_t(h * t + i)];
+            EXPECT_EQ(a, i < per_head[size_t(h)] ? want.lse[size_t(h * t + i)] : -kInf);
+          }
+        // The reference twin reads the same layout: the same (double) results.
+        if (keep) continue;
+        const Reference ref_dense = run_reference(dense);
+        const std::vector<double> qkv64 = to_double(qkv), dout64 = to_double(dout);
+        std::vector<double> out64(out.size()), lse64(lse.size()), dqkv64(qkv.size());
+        ref::flash_attention_forward(spec, qkv64.data(), qkv64.data() + w, qkv64.data() + 2 * w,
+                                     out64.data(), lse64.data());
+        ref::flash_attention_backward(spec, qkv64.data(), qkv64.data() + w, qkv64.data() + 2 * w,
+                                      dout64.data(), dqkv64.data(), dqkv64.data() + w,
+                                      dqkv64.data() + 2 * w);
+        int64_t differ = 0;
+        l.each(w, 0, [&](int64_t i, int64_t r) {
+          differ += out64[size_t(r)] != ref_dense.out[size_t(i)];
+        });
+        l.each(3 * w, w, [&](int64_t i, int64_t r) {
+          differ += dqkv64[size_t(r)] != ref_dense.dk[size_t(i)];
+        });
+        l.each(3 * w, 2 * w, [&](int64_t i, int64_t r) {
+          differ += dqkv64[size_t(r)] != ref_dense.dv[size_t(i)];
+        });
+        EXPECT_EQ(differ, 0) << "reference";
+      }
   });
 }
 

@@ -28,10 +28,9 @@ EncoderLayer::EncoderLayer(nn::ParameterStore& store, const std::string& prefix,
       ffn_(store, nn::child_name(prefix, "ffn"), dim, ffn) {}
 
 Variable EncoderLayer::forward(const Variable& x, const attention::PackedBatch& rows,
-                               std::span<const int64_t> lengths, nn::Dropout& dropout) {
-  const attention::QueryKeyValueHeads qkv = attn_.project_self(attn_norm_.forward(x), rows);
-  const Variable a =
-      attn_.attend_heads(qkv.queries, qkv.keys, qkv.values, key_padding(lengths), rows);
+                               nn::Dropout& dropout) {
+  // The rows' lengths mask the keys: a sequence's queries see its positions only.
+  const Variable a = attn_.self_attend(attn_norm_.forward(x), rows, /*causal=*/false);
   const Variable h = residual(x, a, dropout);
   return residual(h, ffn_.forward(ffn_norm_.forward(h)), dropout);
 }
@@ -47,20 +46,12 @@ DecoderLayer::DecoderLayer(nn::ParameterStore& store, const std::string& prefix,
 
 Variable DecoderLayer::forward(const Variable& x, const attention::PackedBatch& target_rows,
                                const Variable& memory, const attention::PackedBatch& source_rows,
-                               std::span<const int64_t> lengths, nn::Dropout& dropout) {
-  // Causal: position i sees targets 0..i. Target padding needs no mask: it comes after
-  // every real position, so causality already hides it from them.
-  const attention::QueryKeyValueHeads self =
-      self_attn_.project_self(self_norm_.forward(x), target_rows);
-  const Variable s =
-      self_attn_.attend_heads(self.queries, self.keys, self.values, {.causal = true}, target_rows);
+                               nn::Dropout& dropout) {
+  // Causal: position i sees targets 0..i.
+  const Variable s = self_attn_.self_attend(self_norm_.forward(x), target_rows, /*causal=*/true);
   Variable h = residual(x, s, dropout);
-  // Memory's keys and values before the queries: the order the tape recorded them in
-  // before this layer used attention::MultiHeadAttention (bitwise-equal training).
-  const attention::KeyValueHeads kv = cross_attn_.project_key_values(memory, source_rows);
-  const Variable q = cross_attn_.project_queries(cross_norm_.forward(h), target_rows);
   const Variable c =
-      cross_attn_.attend_heads(q, kv.keys, kv.values, key_padding(lengths), target_rows);
+      cross_attn_.cross_attend(cross_norm_.forward(h), target_rows, memory, source_rows);
   h = residual(h, c, dropout);
   return residual(h, ffn_.forward(ffn_norm_.forward(h)), dropout);
 }

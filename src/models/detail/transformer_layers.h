@@ -27,10 +27,9 @@ class EncoderLayer {
  public:
   EncoderLayer(nn::ParameterStore& store, const std::string& prefix, int64_t dim, int64_t heads,
                int64_t ffn);
-  // x [N, E]: the real positions of the padded batch `rows` (attention::PackedBatch),
-  // lengths [B] (key padding) -> [N, E].
-  Variable forward(const Variable& x, const attention::PackedBatch& rows,
-                   std::span<const int64_t> lengths, nn::Dropout& dropout);
+  // x [N, E]: the real positions of the padded batch `rows` (attention::PackedBatch)
+  // -> [N, E].
+  Variable forward(const Variable& x, const attention::PackedBatch& rows, nn::Dropout& dropout);
 
  private:
   nn::LayerNorm attn_norm_;
@@ -60,10 +59,10 @@ class DecoderLayer {
 
   // Teacher forcing on packed rows: x [Nt, E] (the real target positions, target_rows),
   // memory [Ns, E] (the encoder's normalised output at the real source positions,
-  // source_rows), source lengths [B] -> [Nt, E].
+  // source_rows) -> [Nt, E].
   Variable forward(const Variable& x, const attention::PackedBatch& target_rows,
                    const Variable& memory, const attention::PackedBatch& source_rows,
-                   std::span<const int64_t> lengths, nn::Dropout& dropout);
+                   nn::Dropout& dropout);
 
   // The cross-attention keys and values of memory [B, Ts, E], computed once per source.
   void prepare(const Variable& memory, LayerCache& cache) const;

@@ -10,6 +10,7 @@
 #include "qkv/ops/elementwise.h"
 #include "qkv/ops/embedding.h"
 #include "qkv/ops/flash_attention.h"
+#include "qkv/ops/flash_attention_rows.h"
 #include "qkv/ops/layer_norm.h"
 #include "qkv/ops/matmul.h"
 #include "qkv/ops/normalize.h"
@@ -421,6 +422,80 @@ TEST(BadInput, ShapeOps) {
         ops::reshape_backward(f64({2, 3}), Shape{5});
       },
       {"[5]"}));
+}
+
+TEST(BadInput, FlashAttentionRows) {
+  // q, k and v in one [5, 12]: 2 sequences (3, 2 rows), 2 heads of 2 at columns 0, 4, 8.
+  const Tensor qkv = f64({5, 12});
+  const std::vector<int64_t> lengths{3, 2}, short_lengths{3, 1}, negative{6, -1}, one{5};
+  const ops::FlashRows good{.heads = 2,
+                            .head_dim = 2,
+                            .query_lengths = lengths,
+                            .key_lengths = lengths,
+                            .q_column = 0,
+                            .k_column = 4,
+                            .v_column = 8};
+  auto run = [&](const ops::FlashRows& r, const ops::FlashAttentionOptions& o = {}) {
+    ops::flash_attention_rows(qkv, qkv, qkv, r, o);
+  };
+  EXPECT_NO_THROW(run(good, {.causal = true}));
+  ops::FlashRows r = good;
+  r.key_lengths = short_lengths;
+  EXPECT_TRUE(throws_with<ShapeError>([&] { run(r); },
+                                      {"k f64[5, 12] has 5 rows", "key_lengths sum to 4"}));
+  const Tensor kv4 = f64({4, 12});  // keys and values of those lengths
+  EXPECT_NO_THROW(ops::flash_attention_rows(qkv, kv4, kv4, r));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] { ops::flash_attention_rows(qkv, kv4, kv4, r, {.causal = true}); },
+      {"causal", "sequence 1 has 2 and 1"}));
+  r = good;
+  r.query_lengths = negative;
+  EXPECT_TRUE(throws_with<ValueError>([&] { run(r); }, {"rows.query_lengths[1] = -1"}));
+  r = good;
+  r.query_lengths = one;
+  EXPECT_TRUE(throws_with<ShapeError>([&] { run(r); }, {"query_lengths (1)", "key_lengths (2)"}));
+  r = good;
+  r.v_column = 9;
+  EXPECT_TRUE(throws_with<ShapeError>([&] { run(r); }, {"v f64[5, 12]", "columns [9, 13)"}));
+  r = good;
+  r.heads = 0;
+  EXPECT_TRUE(throws_with<ValueError>([&] { run(r); }, {"rows.heads 0"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { run(good, {.key_lengths = lengths}); },
+                                      {"options.key_lengths"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [&] {
+        ops::flash_attention_rows(f64({5, 3, 4}), qkv, qkv, good);
+      },
+      {"q f64[5, 3, 4]", "[N, C]"}));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] {
+        ops::flash_attention_rows(f32({5, 12}), qkv, qkv, good);
+      },
+      {"f32"}));
+  // Backward: outputs shaped as forward's, gradient targets shaped as the inputs.
+  const ops::FlashAttentionResult res = ops::flash_attention_rows(qkv, qkv, qkv, good);
+  Tensor g = Tensor::empty(qkv.shape(), DType::F64);
+  EXPECT_NO_THROW(ops::flash_attention_rows_backward(res.out, qkv, qkv, qkv, res.out, res.lse, good,
+                                                     {}, {}, g, g, g));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [&] {
+        ops::flash_attention_rows_backward(f64({5, 3}), qkv, qkv, qkv, res.out, res.lse, good, {},
+                                           {}, g, g, g);
+      },
+      {"dout f64[5, 3]", "[5, 4]"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [&] {
+        ops::flash_attention_rows_backward(res.out, qkv, qkv, qkv, res.out, f64({4, 2}), good, {},
+                                           {}, g, g, g);
+      },
+      {"lse f64[4, 2]", "[4, 3]"}));
+  const Tensor narrow = Tensor::empty({5, 11}, DType::F64);
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [&] {
+        ops::flash_attention_rows_backward(res.out, qkv, qkv, qkv, res.out, res.lse, good, {}, {},
+                                           g, narrow, g);
+      },
+      {"dk f64[5, 11]", "shaped as f64[5, 12]"}));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "qkv/ops/elementwise.h"
 #include "qkv/ops/embedding.h"
 #include "qkv/ops/flash_attention.h"
+#include "qkv/ops/flash_attention_rows.h"
 #include "qkv/ops/layer_norm.h"
 #include "qkv/ops/matmul.h"
 #include "qkv/ops/normalize.h"
@@ -81,6 +82,46 @@ OpCase flash_attention_case(std::string name, Shape q, Shape k, Shape v, Shape o
                 ops::flash_attention_backward(in[3], in[0], in[1], in[2], r.out, r.lse, o,
                                               r.probs.defined() ? r.probs.view() : TensorView());
             return Outputs{r.out, r.lse, g.dq, g.dk, g.dv};
+          }};
+}
+
+// Fused attention on packed rows, 2 sequences, H = 2 heads of D = 3. Self (causal): q, k
+// and v side by side in one [5, 18] (lengths 3, 2), one gradient for the three. Cross: q
+// [4, 6] (lengths 1, 3) against k and v in one [5, 12] (lengths 3, 2), k at column 6,
+// kept probabilities. Outputs: out, lse and the gradients.
+OpCase flash_attention_rows_case(std::string name, bool self) {
+  std::vector<InputSpec> inputs = self ? std::vector<InputSpec>{{{5, 18}}, {{5, 6}}}
+                                       : std::vector<InputSpec>{{{4, 6}}, {{5, 12}}, {{4, 6}}};
+  return {std::move(name), std::move(inputs), [self](const Views& in) {
+            static const std::vector<int64_t> q_lengths{1, 3}, kv_lengths{3, 2};
+            ops::FlashRows rows{.heads = 2, .head_dim = 3};
+            ops::FlashAttentionOptions o{.scale = 0.7};
+            if (self) {
+              rows.query_lengths = rows.key_lengths = kv_lengths;
+              rows.k_column = 6;
+              rows.v_column = 12;
+              o.causal = true;
+              const ops::FlashAttentionResult r =
+                  ops::flash_attention_rows(in[0], in[0], in[0], rows, o);
+              Tensor g = Tensor::empty(in[0].shape(), in[0].dtype());
+              ops::flash_attention_rows_backward(in[1], in[0], in[0], in[0], r.out, r.lse, rows, o,
+                                                 {}, g, g, g);
+              return Outputs{r.out, r.lse, g};
+            }
+            rows.query_lengths = q_lengths;
+            rows.key_lengths = kv_lengths;
+            rows.k_column = 6;
+            o.keep_probs_up_to_bytes = ops::kFlashKeepProbsBytes;
+            const ops::FlashAttentionResult r =
+                ops::flash_attention_rows(in[0], in[1], in[1], rows, o);
+            EXPECT_EQ(r.probs.defined(), in[0].dtype() == DType::F32);
+            Tensor dq = Tensor::empty(in[0].shape(), in[0].dtype());
+            Tensor dkv = Tensor::zeros(in[1].shape(), in[0].dtype());  // columns 0..5 shared
+            ops::flash_attention_rows_backward(in[2], in[0], in[1], in[1], r.out, r.lse, rows, o,
+                                               r.probs.defined() ? r.probs.view() : TensorView(),
+                                               dq, dkv, dkv);
+            // Finite lse everywhere but past sequence 0's one query.
+            return Outputs{r.out, r.lse.slice(1, 0, 1), dq, dkv};
           }};
 }
 
@@ -179,6 +220,8 @@ std::vector<OpCase> build_cases() {
                                        {2, 3, 4, 7}, {2, 3, 4, 7}, true));
   cases.push_back(flash_attention_case("flash_attention_kept_probs", {2, 3, 4, 5}, {2, 3, 4, 5},
                                        {2, 3, 4, 7}, {2, 3, 4, 7}, true, true));
+  cases.push_back(flash_attention_rows_case("flash_attention_rows_self", true));
+  cases.push_back(flash_attention_rows_case("flash_attention_rows_cross", false));
   append_recurrent_cases(cases);
   return cases;
 }

@@ -70,13 +70,6 @@ void append_recurrent_cases(std::vector<OpCase>& cases) {
          const std::vector<int64_t> rows{0, 1, 3};
          return Outputs{ops::gather_rows(in[0], rows), ops::scatter_rows(in[1], rows, 6)};
        }});
-  cases.push_back({"rows_heads", {{{3, 12}}, {{2, 2, 3, 2}}, {{3, 12}}}, [](const Views& in) {
-                     const std::vector<int64_t> rows{0, 1, 3};
-                     Tensor acc = owned(in[2]);
-                     ops::accumulate_heads_into_rows(acc, 4, in[1], rows);
-                     return Outputs{ops::rows_to_heads(in[0], rows, Shape{2, 2, 3, 2}, 8),
-                                    ops::heads_to_rows(in[1], rows), acc};
-                   }});
 }
 
 }  // namespace qkv::testing

@@ -42,22 +42,6 @@ TEST(OpsBehaviour, GatherRowsPacksAndScatterRowsUnpacksWithZeros) {
   EXPECT_THROW(ops::scatter_rows(packed, rows, 3), IndexError);
 }
 
-TEST(OpsBehaviour, RowsToHeadsPlacesEachHeadAndHeadsToRowsTakesThemBack) {
-  // Packed rows of a [B = 2, T = 2] batch with lengths 1 and 1; H = 2 heads of Dh = 1
-  // taken from column 2 (the second of two stacked projections).
-  const Tensor y = t64({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
-  const std::vector<int64_t> rows{0, 2};
-  const Tensor heads = ops::rows_to_heads(y, rows, Shape{2, 2, 2, 1}, 2);  // [b][h][t]
-  EXPECT_EQ(heads.to_vector<double>(), (std::vector<double>{3, 0, 4, 0, 7, 0, 8, 0}));
-  EXPECT_EQ(ops::heads_to_rows(heads, rows).to_vector<double>(), (std::vector<double>{3, 4, 7, 8}));
-  Tensor acc = Tensor::full({2, 4}, 1.0, DType::F64);
-  ops::accumulate_heads_into_rows(acc, 2, heads, rows);
-  EXPECT_EQ(acc.to_vector<double>(), (std::vector<double>{1, 1, 4, 5, 1, 1, 8, 9}));
-  EXPECT_THROW(ops::rows_to_heads(y, rows, Shape{2, 2, 2, 1}, 3), ShapeError);  // past C
-  EXPECT_THROW(ops::rows_to_heads(y, rows, Shape{2, 2, 1, 1}, 0), IndexError);  // row 2 >= B·T
-  EXPECT_THROW(ops::heads_to_rows(y, rows), ShapeError);
-}
-
 TEST(OpsBehaviour, LinearIsTheProductPlusTheBias) {
   const Tensor x = t64({2, 3}, {1, 2, 3, 4, 5, 6}), w = t64({2, 3}, {1, 0, -1, 2, 1, 0});
   const Tensor y = ops::linear(x, w, t64({2}, {10, 100}));

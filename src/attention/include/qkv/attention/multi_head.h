@@ -71,12 +71,13 @@ struct KeyValueHeads {
 };
 
 // A padded batch without its padding: sequence b's positions t < lengths[b] as the rows,
-// in (b, t) order, of an [N, E] tensor, N = Σ lengths. Training runs the projections on
-// these rows only (the Transformer's position-wise layers never see a padded position);
-// the heads stay padded [B, H, T, Dh], zero at padded positions, for the fused kernel.
+// in (b, t) order, of an [N, E] tensor, N = Σ lengths. Training runs the whole
+// Transformer on these rows (its position-wise layers never see a padded position, and
+// attention reads its heads in the projections' rows: MultiHeadAttention::self_attend).
 struct PackedBatch {
   int64_t batch = 0, length = 0;  // B and T of the padded layout
   std::vector<int64_t> rows;      // each packed row's index b·T + t in the padded [B·T]
+  std::vector<int64_t> lengths;   // [B]: sequence b's rows
   // lengths [B], each in [1, length] (else ValueError naming it).
   static PackedBatch of(std::span<const int64_t> lengths, int64_t length);
   // No padding: every padded row is a packed row (packing is then a reshape).
@@ -114,16 +115,19 @@ class MultiHeadAttention {
                                const autograd::Variable& values, const MaskSpec& mask,
                                const MultiHeadOptions& options = {}) const;
 
-  // Packed rows (PackedBatch): x [N, E] -> heads [B, H, T, Dh], zero at padded positions.
-  // The same values at the real positions as the padded calls above.
-  autograd::Variable project_queries(const autograd::Variable& x, const PackedBatch& rows) const;
-  QueryKeyValueHeads project_self(const autograd::Variable& x, const PackedBatch& rows) const;
-  KeyValueHeads project_key_values(const autograd::Variable& memory, const PackedBatch& rows) const;
-  // attend_heads whose output keeps only the queries' real positions: [N, E] (W_o never
-  // sees a padded query row). No weights: inspect them through the padded call.
-  autograd::Variable attend_heads(const autograd::Variable& queries, const autograd::Variable& keys,
-                                  const autograd::Variable& values, const MaskSpec& mask,
-                                  const PackedBatch& query_rows) const;
+  // Packed rows (PackedBatch) end to end, the Transformer's training path: x [N, E] ->
+  // [N, E] after W_o, the same values at the real positions as forward() on the padded
+  // batch. One GEMM projects the rows, the fused kernel reads each head where that GEMM
+  // left it and writes the merged heads where W_o reads them (ops::flash_attention_rows):
+  // no padded [B, H, T, Dh] heads, no copies into them or out of them, either way.
+  // Self-attention within each sequence; causal: position t sees positions 0..t.
+  autograd::Variable self_attend(const autograd::Variable& x, const PackedBatch& rows,
+                                 bool causal) const;
+  // Cross-attention: x's rows (rows) attend to every real position of memory [Ns, E]
+  // (memory_rows, the same batch).
+  autograd::Variable cross_attend(const autograd::Variable& x, const PackedBatch& rows,
+                                  const autograd::Variable& memory,
+                                  const PackedBatch& memory_rows) const;
 
   const MultiHeadParams& params() const noexcept { return params_; }
   int64_t heads() const noexcept { return heads_; }

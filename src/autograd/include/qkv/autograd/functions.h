@@ -10,6 +10,7 @@
 #include "qkv/ops/cross_entropy.h"
 #include "qkv/ops/dropout.h"
 #include "qkv/ops/flash_attention.h"
+#include "qkv/ops/flash_attention_rows.h"
 #include "qkv/ops/matmul.h"
 #include "qkv/ops/normalize.h"
 #include "qkv/ops/softmax.h"
@@ -92,6 +93,13 @@ Variable dropout(const Variable& x, const ops::DropoutOptions& options);
 Variable scaled_dot_attention(const Variable& q, const Variable& k, const Variable& v,
                               const ops::FlashAttentionOptions& options = {},
                               Tensor* lse = nullptr);
+// scaled_dot_attention on packed rows (see ops::flash_attention_rows): q [Nq, Cq],
+// k [Nk, Ck], v [Nk, Cv], any of them one Variable (a [N, 3E] projection for Q, K and V at
+// columns 0, E, 2E) -> [Nq, H·D]. Each distinct input gets one gradient, written in place
+// by the kernel: no per-head copies, no zeros where the heads cover every column.
+Variable scaled_dot_attention_rows(const Variable& q, const Variable& k, const Variable& v,
+                                   const ops::FlashRows& rows,
+                                   const ops::FlashAttentionOptions& options = {});
 // Fused additive (Bahdanau) scores Σ_a v_a tanh(qp_ia + kp_ja) (see ops::additive_scores):
 // qp [B, Tq, A], kp [B, Tk, A], v [A] -> [B, Tq, Tk]. Saves only the inputs: backward
 // recomputes tanh, so no [B, Tq, Tk, A] tensor is kept.

@@ -43,12 +43,5 @@ Variable select(const Variable& x, int axis, int64_t index);
 // the other's backward. The rows are copied: the caller's span may go away.
 Variable gather_rows(const Variable& x, std::span<const int64_t> rows);
 Variable scatter_rows(const Variable& x, std::span<const int64_t> rows, int64_t row_count);
-// Packed rows to attention heads and back in one pass (ops::rows_to_heads /
-// ops::heads_to_rows): y [N, C] -> heads [B, H, T, Dh] from columns [column, column +
-// H·Dh), zero at padded positions; x [B, H, T, Dh] -> [N, H·Dh]. Several heads taken from
-// one y (stacked Q/K/V) add their gradients into its columns in place.
-Variable rows_to_heads(const Variable& y, std::span<const int64_t> rows, const Shape& heads_shape,
-                       int64_t column);
-Variable heads_to_rows(const Variable& x, std::span<const int64_t> rows);
 
 }  // namespace qkv::autograd

@@ -46,19 +46,4 @@ Tensor gather_rows(const TensorView& x, std::span<const int64_t> rows);
 // every other row zero; rows as gather_rows', each < row_count.
 Tensor scatter_rows(const TensorView& x, std::span<const int64_t> rows, int64_t row_count);
 
-// Packed rows straight to attention heads and back, one pass each (instead of unpacking,
-// splitting and transposing in three): the multi-head projections of a packed batch.
-// rows as gather_rows' (each < B·T): packed row i is position (b, t) = (rows[i] / T,
-// rows[i] % T) of the padded batch.
-// y [N, C] -> [B, H, T, Dh] with out[b, h, t, :] = y[i, column + h·Dh : column + (h+1)·Dh]
-// for the packed row i at (b, t), zero at padded positions; column + H·Dh <= C.
-Tensor rows_to_heads(const TensorView& y, std::span<const int64_t> rows, const Shape& heads_shape,
-                     int64_t column);
-// The adjoint: x [B, H, T, Dh] -> [N, H·Dh], row i = the heads of the position rows[i].
-Tensor heads_to_rows(const TensorView& x, std::span<const int64_t> rows);
-// dst[:, column : column + H·Dh] += heads_to_rows(x, rows) in place (the backward of
-// rows_to_heads into a gradient holding several projections); dst [N, C] contiguous.
-void accumulate_heads_into_rows(const Tensor& dst, int64_t column, const TensorView& x,
-                                std::span<const int64_t> rows);
-
 }  // namespace qkv::ops

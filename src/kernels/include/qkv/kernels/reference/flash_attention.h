@@ -18,6 +18,7 @@ namespace qkv::kernels {
 //                 PyTorch's is_causal for tq == tk and the KV-cache convention);
 //   key_lengths:  (bh) or nullptr; key j visible iff j < key_lengths[h].
 // A query row with no visible key has P = 0, O = 0, lse = -inf, and zero gradients.
+struct FlashAttentionRows;
 struct FlashAttentionSpec {
   int64_t bh = 0, tq = 0, tk = 0;
   int64_t dh = 0;  // head dim of q and k
@@ -35,16 +36,86 @@ struct FlashAttentionSpec {
   // k and v as laid out above; nullptr: head h). Forward and weights only: beam search's
   // rows share their sentence's cross-attention keys and values without copies of them.
   const int64_t* kv_heads = nullptr;
+  // Packed rows (below), or nullptr: the dense layouts above.
+  const FlashAttentionRows* rows = nullptr;
 };
 
-// Head h's keys [tk, dh] and values [tk, dv] in k and v as the spec lays them out.
+// Packed rows: the heads read where a training batch's projections leave them, with no
+// copy into (and out of) [bh, t, d] heads. Head h is head h % heads of sequence
+// b = h / heads; its query i is row query_starts[b] + i of q, dq, out and dout (columns
+// (h % heads)·dh of q and dq, (h % heads)·dv of out and dout), its key j row
+// key_starts[b] + j of k, dk, v and dv, likewise. Sequence b has query_counts[b] <= tq
+// queries (the rows past them are neither read nor written; their lse is −inf) and
+// key_counts[b] <= tk keys, all of them visible unless causal hides some. ld*: the
+// elements from one row to the next (q and dq share ldq, k and dk ldk, v and dv ldv, out
+// and dout ldo). Not with k_head_stride or kv_heads; lse (and probs) stay dense [bh, tq].
+struct FlashAttentionRows {
+  int64_t heads = 1;
+  const int64_t* query_starts = nullptr;  // (bh / heads) each
+  const int64_t* query_counts = nullptr;
+  const int64_t* key_starts = nullptr;
+  const int64_t* key_counts = nullptr;
+  int64_t ldq = 0, ldk = 0, ldv = 0, ldo = 0;
+};
+
+// Row strides of the operands: q and dq, k and dk, v and dv, out and dout.
+inline int64_t flash_ldq(const FlashAttentionSpec& s) noexcept {
+  return s.rows ? s.rows->ldq : s.dh;
+}
+inline int64_t flash_ldk(const FlashAttentionSpec& s) noexcept {
+  return s.rows ? s.rows->ldk : s.dh;
+}
+inline int64_t flash_ldv(const FlashAttentionSpec& s) noexcept {
+  return s.rows ? s.rows->ldv : s.dv;
+}
+inline int64_t flash_ldo(const FlashAttentionSpec& s) noexcept {
+  return s.rows ? s.rows->ldo : s.dv;
+}
+// The queries (keys) head h has: rows past them do not exist in packed rows.
+inline int64_t flash_queries(const FlashAttentionSpec& s, int64_t h) noexcept {
+  return s.rows ? s.rows->query_counts[h / s.rows->heads] : s.tq;
+}
+inline int64_t flash_keys(const FlashAttentionSpec& s, int64_t h) noexcept {
+  return s.rows ? s.rows->key_counts[h / s.rows->heads] : s.tk;
+}
+// Query row i of head h in q or dq, and in out or dout.
+template <class T>
+T* flash_q_row(const FlashAttentionSpec& s, T* q, int64_t h, int64_t i) noexcept {
+  if (!s.rows) return q + (h * s.tq + i) * s.dh;
+  const FlashAttentionRows& r = *s.rows;
+  return q + (r.query_starts[h / r.heads] + i) * r.ldq + h % r.heads * s.dh;
+}
+template <class T>
+T* flash_o_row(const FlashAttentionSpec& s, T* out, int64_t h, int64_t i) noexcept {
+  if (!s.rows) return out + (h * s.tq + i) * s.dv;
+  const FlashAttentionRows& r = *s.rows;
+  return out + (r.query_starts[h / r.heads] + i) * r.ldo + h % r.heads * s.dv;
+}
+// Key row j of head h in dk and dv (the gradients are dense [bh, tk, d] outside packed
+// rows, whatever k_head_stride says of k and v).
+template <class T>
+T* flash_dk_row(const FlashAttentionSpec& s, T* dk, int64_t h, int64_t j) noexcept {
+  if (!s.rows) return dk + (h * s.tk + j) * s.dh;
+  const FlashAttentionRows& r = *s.rows;
+  return dk + (r.key_starts[h / r.heads] + j) * r.ldk + h % r.heads * s.dh;
+}
+template <class T>
+T* flash_dv_row(const FlashAttentionSpec& s, T* dv, int64_t h, int64_t j) noexcept {
+  if (!s.rows) return dv + (h * s.tk + j) * s.dv;
+  const FlashAttentionRows& r = *s.rows;
+  return dv + (r.key_starts[h / r.heads] + j) * r.ldv + h % r.heads * s.dv;
+}
+
+// Head h's keys [tk, dh] and values [tk, dv] (rows flash_ldk / flash_ldv apart).
 template <class T>
 T* flash_key_head(const FlashAttentionSpec& s, T* k, int64_t h) noexcept {
+  if (s.rows) return flash_dk_row(s, k, h, 0);
   const int64_t from = s.kv_heads != nullptr ? s.kv_heads[h] : h;
   return k + from * (s.k_head_stride != 0 ? s.k_head_stride : s.tk * s.dh);
 }
 template <class T>
 T* flash_value_head(const FlashAttentionSpec& s, T* v, int64_t h) noexcept {
+  if (s.rows) return flash_dv_row(s, v, h, 0);
   const int64_t from = s.kv_heads != nullptr ? s.kv_heads[h] : h;
   return v + from * (s.v_head_stride != 0 ? s.v_head_stride : s.tk * s.dv);
 }
@@ -53,7 +124,7 @@ namespace ref {
 
 // Number of visible keys of query row i of head h: keys [0, visible) are visible.
 inline int64_t flash_visible(const FlashAttentionSpec& s, int64_t h, int64_t i) noexcept {
-  int64_t n = s.tk;
+  int64_t n = flash_keys(s, h);
   if (s.key_lengths) n = std::min(n, s.key_lengths[h]);
   if (s.causal) n = std::min(n, i + (s.tk - s.tq) + 1);
   return n < 0 ? 0 : n;
@@ -69,11 +140,12 @@ double flash_score(const FlashAttentionSpec& s, const T* qi, const T* kj) noexce
 // log Σ_j exp(s_ij) over the visible keys of row i (-inf when none).
 template <class T>
 double flash_row_lse(const FlashAttentionSpec& s, const T* qi, const T* kh, int64_t vis) noexcept {
+  const int64_t ldk = flash_ldk(s);
   double m = -std::numeric_limits<double>::infinity();
-  for (int64_t j = 0; j < vis; ++j) m = std::max(m, flash_score(s, qi, kh + j * s.dh));
+  for (int64_t j = 0; j < vis; ++j) m = std::max(m, flash_score(s, qi, kh + j * ldk));
   if (vis == 0) return m;
   double z = 0;
-  for (int64_t j = 0; j < vis; ++j) z += std::exp(flash_score(s, qi, kh + j * s.dh) - m);
+  for (int64_t j = 0; j < vis; ++j) z += std::exp(flash_score(s, qi, kh + j * ldk) - m);
   return m + std::log(z);
 }
 
@@ -81,19 +153,22 @@ double flash_row_lse(const FlashAttentionSpec& s, const T* qi, const T* kh, int6
 template <class T>
 void flash_attention_forward(const FlashAttentionSpec& s, const T* q, const T* k, const T* v,
                              T* out, T* lse) noexcept {
+  const int64_t ldk = flash_ldk(s), ldv = flash_ldv(s);
   for (int64_t h = 0; h < s.bh; ++h) {
     const T* kh = flash_key_head(s, k, h);    // [tk, dh]
     const T* vh = flash_value_head(s, v, h);  // [tk, dv]
-    for (int64_t i = 0; i < s.tq; ++i) {
-      const T* qi = q + (h * s.tq + i) * s.dh;  // [dh]
-      T* oi = out + (h * s.tq + i) * s.dv;      // [dv]
+    const int64_t nq = flash_queries(s, h);
+    for (int64_t i = nq; i < s.tq; ++i) lse[h * s.tq + i] = -std::numeric_limits<T>::infinity();
+    for (int64_t i = 0; i < nq; ++i) {
+      const T* qi = flash_q_row(s, q, h, i);  // [dh]
+      T* oi = flash_o_row(s, out, h, i);      // [dv]
       const int64_t vis = flash_visible(s, h, i);
       const double l = flash_row_lse(s, qi, kh, vis);
       lse[h * s.tq + i] = T(l);
       for (int64_t c = 0; c < s.dv; ++c) {
         double acc = 0;
         for (int64_t j = 0; j < vis; ++j)
-          acc += std::exp(flash_score(s, qi, kh + j * s.dh) - l) * double(vh[j * s.dv + c]);
+          acc += std::exp(flash_score(s, qi, kh + j * ldk) - l) * double(vh[j * ldv + c]);
         oi[c] = T(acc);
       }
     }
@@ -107,31 +182,40 @@ void flash_attention_forward(const FlashAttentionSpec& s, const T* q, const T* k
 template <class T>
 void flash_attention_backward(const FlashAttentionSpec& s, const T* q, const T* k, const T* v,
                               const T* dout, T* dq, T* dk, T* dv) noexcept {
-  for (int64_t n = 0; n < s.bh * s.tq * s.dh; ++n) dq[n] = T(0);
-  for (int64_t n = 0; n < s.bh * s.tk * s.dh; ++n) dk[n] = T(0);
-  for (int64_t n = 0; n < s.bh * s.tk * s.dv; ++n) dv[n] = T(0);
+  const int64_t ldk = flash_ldk(s), ldv = flash_ldv(s);
+  for (int64_t h = 0; h < s.bh; ++h) {
+    const int64_t nq = flash_queries(s, h), nk = flash_keys(s, h);
+    for (int64_t i = 0; i < nq; ++i) std::fill_n(flash_q_row(s, dq, h, i), s.dh, T(0));
+    for (int64_t j = 0; j < nk; ++j) {
+      std::fill_n(flash_dk_row(s, dk, h, j), s.dh, T(0));
+      std::fill_n(flash_dv_row(s, dv, h, j), s.dv, T(0));
+    }
+  }
   for (int64_t h = 0; h < s.bh; ++h) {
     const T* kh = flash_key_head(s, k, h);    // [tk, dh]
     const T* vh = flash_value_head(s, v, h);  // [tk, dv]
-    for (int64_t i = 0; i < s.tq; ++i) {
-      const T* qi = q + (h * s.tq + i) * s.dh;      // [dh]
-      const T* doi = dout + (h * s.tq + i) * s.dv;  // [dv]
+    for (int64_t i = 0; i < flash_queries(s, h); ++i) {
+      const T* qi = flash_q_row(s, q, h, i);      // [dh]
+      const T* doi = flash_o_row(s, dout, h, i);  // [dv]
+      T* dqi = flash_q_row(s, dq, h, i);          // [dh]
       const int64_t vis = flash_visible(s, h, i);
       const double l = flash_row_lse(s, qi, kh, vis);
-      auto p_of = [&](int64_t j) { return std::exp(flash_score(s, qi, kh + j * s.dh) - l); };
+      auto p_of = [&](int64_t j) { return std::exp(flash_score(s, qi, kh + j * ldk) - l); };
       auto dp_of = [&](int64_t j) {
         double acc = 0;
-        for (int64_t c = 0; c < s.dv; ++c) acc += double(doi[c]) * double(vh[j * s.dv + c]);
+        for (int64_t c = 0; c < s.dv; ++c) acc += double(doi[c]) * double(vh[j * ldv + c]);
         return acc;
       };
       double delta = 0;
       for (int64_t j = 0; j < vis; ++j) delta += p_of(j) * dp_of(j);
       for (int64_t j = 0; j < vis; ++j) {
         const double p = p_of(j), ds = p * (dp_of(j) - delta);
-        for (int64_t c = 0; c < s.dv; ++c) dv[(h * s.tk + j) * s.dv + c] += T(p * double(doi[c]));
+        T* dvj = flash_dv_row(s, dv, h, j);
+        T* dkj = flash_dk_row(s, dk, h, j);
+        for (int64_t c = 0; c < s.dv; ++c) dvj[c] += T(p * double(doi[c]));
         for (int64_t c = 0; c < s.dh; ++c) {
-          dq[(h * s.tq + i) * s.dh + c] += T(s.scale * ds * double(kh[j * s.dh + c]));
-          dk[(h * s.tk + j) * s.dh + c] += T(s.scale * ds * double(qi[c]));
+          dqi[c] += T(s.scale * ds * double(kh[j * ldk + c]));
+          dkj[c] += T(s.scale * ds * double(qi[c]));
         }
       }
     }
