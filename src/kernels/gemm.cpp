@@ -113,6 +113,20 @@ void detail::sum_rows_of_op_a(const GemmSpec& s, const float* a, float* sums) no
     for (int64_t i = 0; i < s.m; ++i) sums[i] += s.trans_a ? a[p * s.lda + i] : a[i * s.lda + p];
 }
 
+void gemm_with_bias(const GemmSpec& spec, const float* a, const float* b, const float* bias,
+                    float* c) noexcept {
+  if (gemm_backend() == GemmBackend::Portable) return gemm_portable_with_bias(spec, a, b, bias, c);
+  if (spec.m <= 0 || spec.n <= 0) return;
+  // The rows filled on the pool, as gemm() splits its products.
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / spec.n);
+  parallel_for(0, spec.m, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) std::copy(bias, bias + spec.n, c + r * spec.ldc);
+  });
+  GemmSpec added = spec;
+  added.beta = 1.0;
+  gemm(added, a, b, c);
+}
+
 void gemm_with_a_row_sums(const GemmSpec& spec, const float* a, const float* b, float* c,
                           float* a_row_sums) noexcept {
   if (gemm_backend() == GemmBackend::Portable)

@@ -1,11 +1,7 @@
 #include "qkv/ops/matmul.h"
 
-#include <algorithm>
-#include <cstring>
-
 #include "detail/checks.h"
 #include "detail/kernel_select.h"
-#include "qkv/base/thread_pool.h"
 #include "qkv/ops/elementwise.h"
 
 namespace qkv::ops {
@@ -98,14 +94,10 @@ Tensor linear(const TensorView& x, const TensorView& w, const TensorView& bias) 
             " is not [N = ", d.n, "]");
   const detail::ContiguousInput cx(x), cw(w), cb(bias);
   Tensor c = Tensor::empty(output_shape(x, d), x.dtype());
+  // The product starts from the bias (kernels::gemm_with_bias): no zeroing, no pass after.
   detail::visit_dtype(x.dtype(), [&]<class T>() {
-    const T* b = cb.data<T>();
-    T* out = c.data<T>();
-    const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / d.n);
-    parallel_for(0, d.m, grain, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) std::memcpy(out + r * d.n, b, size_t(d.n) * sizeof(T));
-    });
-    batched_product<T>(d, {cx.data<T>(), false}, {cw.data<T>(), true}, out, /*add=*/true);
+    kern::gemm_with_bias(product_spec(d, false, true, false), cx.data<T>(), cw.data<T>(),
+                         cb.data<T>(), c.data<T>());
   });
   return c;
 }

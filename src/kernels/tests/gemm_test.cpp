@@ -8,6 +8,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -361,6 +362,70 @@ TEST(GemmPortable, RowSumsOfAHaveTheBitsOfSumCols) {
   });
   detail::deny_gemm_portable_buffers_for_testing(true);  // each block by ref::gemm
   check_row_sums_shapes(&gemm_portable_with_a_row_sums, &gemm_portable);
+  detail::deny_gemm_portable_buffers_for_testing(false);
+}
+
+// gemm_with_bias: for alpha = 1 the bits of C's rows filled with the bias and the plain
+// product added (beta = 1; what ops::linear ran before), for every way gemm_portable
+// cuts the work (small row blocks reading B in place, row blocks, several k slices,
+// column blocks), at 1 and 2 threads, on every target, both backends and the reference
+// fallback; other alphas within rounding of ref::gemm_with_bias. C starts as NaN: beta
+// is not read, every element written. k = 0: C = bias.
+using BiasFn = void (*)(const GemmSpec&, const float*, const float*, const float*, float*) noexcept;
+
+void check_bias(BiasFn with_bias, GemmFn plain, const GemmSpec& s, uint32_t seed) {
+  SCOPED_TRACE(describe(s));
+  const std::vector<float> a = random_floats(a_rows(s) * s.lda, seed);
+  const std::vector<float> b = random_floats(b_rows(s) * s.ldb, seed + 1);
+  const std::vector<float> bias = random_floats(s.n, seed + 2);
+  std::vector<float> got(size_t(s.m * s.ldc), std::numeric_limits<float>::quiet_NaN());
+  with_bias(s, a.data(), b.data(), bias.data(), got.data());
+  std::vector<float> want(got.size(), 5.0f);  // ldc padding as got's (untouched)
+  for (int64_t i = 0; i < s.m; ++i)
+    for (int64_t j = 0; j < s.n; ++j) want[size_t(i * s.ldc + j)] = bias[size_t(j)];
+  if (s.alpha == 1.0) {
+    GemmSpec added = s;
+    added.beta = 1.0;
+    plain(added, a.data(), b.data(), want.data());
+    for (int64_t i = 0; i < s.m; ++i)
+      for (int64_t j = 0; j < s.n; ++j) {
+        const float x = got[size_t(i * s.ldc + j)], y = want[size_t(i * s.ldc + j)];
+        ASSERT_EQ(std::memcmp(&x, &y, sizeof x), 0)
+            << "C[" << i << ", " << j << "] " << x << " vs " << y;
+      }
+    return;
+  }
+  ref::gemm_with_bias(s, a.data(), b.data(), bias.data(), want.data());
+  for (int64_t i = 0; i < s.m; ++i)
+    for (int64_t j = 0; j < s.n; ++j)
+      ASSERT_NEAR(got[size_t(i * s.ldc + j)], want[size_t(i * s.ldc + j)],
+                  1e-4 * (1 + std::fabs(want[size_t(i * s.ldc + j)])));
+}
+
+void check_bias_shapes(BiasFn with_bias, GemmFn plain) {
+  ThreadCountGuard guard;
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    SCOPED_TRACE(threads);
+    for (const bool tb : {false, true}) {
+      check_bias(with_bias, plain, make_spec(7, 17, 65, false, tb), seed_for(tb, 1));
+      check_bias(with_bias, plain, make_spec(100, 70, 1100, false, tb), seed_for(tb, 2));
+      check_bias(with_bias, plain, make_spec(600, 300, 200, false, tb, 1), seed_for(tb, 3));
+      check_bias(with_bias, plain, make_spec(40, 2080, 500, true, tb), seed_for(tb, 4));
+      check_bias(with_bias, plain, make_spec(65, 64, 300, false, tb, 0, -0.5), seed_for(tb, 5));
+      check_bias(with_bias, plain, make_spec(9, 5, 0, false, tb), seed_for(tb, 6));
+    }
+  }
+}
+
+TEST(Gemm, BiasHasTheBitsOfTheRowsFilledThenAdded) {
+  for_each_gemm_backend([] { check_bias_shapes(&gemm_with_bias, &gemm); });
+}
+TEST(GemmPortable, BiasHasTheBitsOfTheRowsFilledThenAdded) {
+  for_each_simd_target(
+      [](const SimdTarget&) { check_bias_shapes(&gemm_portable_with_bias, &gemm_portable); });
+  detail::deny_gemm_portable_buffers_for_testing(true);  // each block by ref::gemm
+  check_bias_shapes(&gemm_portable_with_bias, &gemm_portable);
   detail::deny_gemm_portable_buffers_for_testing(false);
 }
 

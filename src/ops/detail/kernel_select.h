@@ -95,6 +95,14 @@ inline void sum_cols(const double* x, double* y, int64_t r, int64_t c) {
 }
 
 // ---- gemm ----
+inline void gemm_with_bias(const kernels::GemmSpec& s, const float* a, const float* b,
+                           const float* bias, float* c) {
+  kernels::gemm_with_bias(s, a, b, bias, c);
+}
+inline void gemm_with_bias(const kernels::GemmSpec& s, const double* a, const double* b,
+                           const double* bias, double* c) {
+  kernels::ref::gemm_with_bias(s, a, b, bias, c);
+}
 inline void gemm(const kernels::GemmSpec& s, const float* a, const float* b, float* c) {
   kernels::gemm(s, a, b, c);
 }

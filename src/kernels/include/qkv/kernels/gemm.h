@@ -62,6 +62,17 @@ void gemm_with_a_row_sums(const GemmSpec& spec, const float* a, const float* b, 
 void gemm_portable_with_a_row_sums(const GemmSpec& spec, const float* a, const float* b, float* c,
                                    float* a_row_sums) noexcept;
 
+// C = alpha · op(A) · op(B) + bias, the bias [n] added to every row of C (spec.beta is not
+// read: C is only written), as ref::gemm_with_bias. gemm_portable adds it where its
+// micro-kernel writes the first slice of k's results, C = alpha·AB_slice + bias: no pass
+// over C before the product (a linear layer's rows filled with its bias were 0.8 % of a
+// Transformer update). For alpha = 1 the bits of the reference's order (bias, then + AB:
+// one rounding either way), which the OpenBLAS backend runs.
+void gemm_with_bias(const GemmSpec& spec, const float* a, const float* b, const float* bias,
+                    float* c) noexcept;
+void gemm_portable_with_bias(const GemmSpec& spec, const float* a, const float* b,
+                             const float* bias, float* c) noexcept;
+
 // `batch` independent products; matrix i of A starts at a + i·stride_a, etc.
 void gemm_batched(const GemmSpec& spec, const BatchStrides& strides, const float* a, const float* b,
                   float* c) noexcept;

@@ -42,6 +42,17 @@ void gemm_batched(const GemmSpec& s, const BatchStrides& st, const T* a, const T
   for (int64_t i = 0; i < st.batch; ++i) gemm(s, a + i * st.a, b + i * st.b, c + i * st.c);
 }
 
+// C = alpha · op(A) · op(B) + bias, the bias [n] added to every row of C (s.beta is not
+// read: C is only written): C's rows filled with the bias, then the product added to them.
+template <class T>
+void gemm_with_bias(const GemmSpec& s, const T* a, const T* b, const T* bias, T* c) noexcept {
+  for (int64_t i = 0; i < s.m; ++i)
+    for (int64_t j = 0; j < s.n; ++j) c[i * s.ldc + j] = bias[j];
+  GemmSpec added = s;
+  added.beta = 1.0;
+  gemm(added, a, b, c);
+}
+
 // Compiled once, in the kernels library (gemm.cpp), for float and double: every caller
 // runs the library's optimised copy. Without this each file that calls gemm<T> would
 // compile its own, and the linker keeps any one of them: in the ci preset a test file's
