@@ -88,6 +88,7 @@ inline int64_t flash_probs_query_tile(int64_t tq, int64_t tk) {  // one slot per
 #include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
 
+#include "kernels/detail/exp_softmax-inl.h"
 #include "kernels/detail/for_spans-inl.h"
 #include "kernels/detail/tile_product-inl.h"
 #include "kernels/detail/transpose-inl.h"
@@ -100,6 +101,7 @@ using DF = hn::ScalableTag<float>;
 using DI = hn::RebindToSigned<DF>;
 using VF = hn::Vec<DF>;
 using detail::TileProduct;
+using exp_detail::ExpSoftmax;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 // Tile sizes: kBr queries × kBc keys. A score tile (and dP in backward) is kBr·kBc
@@ -115,32 +117,6 @@ constexpr int64_t kDc = 128;
 HWY_INLINE int64_t PaddedLanes(int64_t nr) {
   const int64_t lanes = int64_t(hn::Lanes(DF()));
   return (nr + lanes - 1) / lanes * lanes;
-}
-
-// exp(x) for the softmax's x = s − max ≤ 0 (valid up to x < 88; below −87.3 it gives
-// 2^−126 ≈ 1e−38 instead of 0 or a denormal): hn::Exp's range reduction and polynomial
-// without its handling of large and very negative x, 18 instead of ~26 operations a
-// vector. hn::Exp was ~15 % of a d = 64 forward pass on AVX2.
-HWY_INLINE VF ExpSoftmax(DF d, VF x) {
-  hn::impl::ExpImpl<float> impl;
-  x = hn::Max(x, hn::Set(d, -87.3f));
-  const VF log2e = hn::Set(d, 1.442695040888963407359924681f);
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-  // AVX-512: q rounded as a float (vrndscaleps) and 2^q applied by vscalefps, 3
-  // operations fewer a vector than through int32 (no conversions, no exponent-field
-  // arithmetic) and the same bits: q is the same integer (nearest, ties to even), the
-  // reduction the same two FMAs with ln 2 split in a high part exact in few bits and the
-  // rest, and y·2^q is rounded once either way (2^q >= 2^−126 is normal after the clamp).
-  const VF qf = hn::Round(hn::Mul(x, log2e));
-  const VF r = hn::MulAdd(qf, hn::Set(d, -1.428606765330187045e-6f),
-                          hn::MulAdd(qf, hn::Set(d, -0.693145751953125f), x));
-  const VF y = hn::Add(impl.ExpPoly(d, r), hn::Set(d, 1.0f));
-  return VF{_mm512_scalef_ps(y.raw, qf.raw)};
-#else
-  const auto q = hn::NearestInt(hn::Mul(x, log2e));
-  const VF y = hn::Add(impl.ExpPoly(d, impl.ExpReduce(d, x, q)), hn::Set(d, 1.0f));
-  return hn::Mul(y, impl.Pow2I(d, q));
-#endif
 }
 
 // x[c] = exp(x[c] − m) over [0, n); returns the sum.
@@ -292,7 +268,7 @@ HWY_NOINLINE void KeepFactorsT(float* slots, int64_t slot, int64_t factors, int6
 void ForwardTile(const FlashAttentionSpec& s, const float* q, const float* k, const float* v,
                  float* out, float* lse, int64_t h, int64_t q0, int64_t nr, float* slots) {
   const int64_t ldk = flash_ldk(s), ldv = flash_ldv(s), ldo = flash_ldo(s);
-  QueryTileT qt(flash_q_row(s, q, h, q0), nr, s.dh, flash_ldq(s));  // Qᵀ [dh, nrp]
+  QueryTileT qt(flash_row(s, q, FlashOperand::Q, h, q0), nr, s.dh, flash_ldq(s));  // Qᵀ [dh, nrp]
   const int64_t nrp = qt.nrp;
   HWY_ALIGN float st[kBc * kBr];  // Sᵀ, then P̃ᵀ [nc, nrp]
   QueryLanes lanes;
@@ -303,9 +279,9 @@ void ForwardTile(const FlashAttentionSpec& s, const float* q, const float* k, co
     lanes.m[i] = -kInf;
     lanes.l[i] = 0.0f;
   }
-  const float* kh = flash_key_head(s, k, h);    // [tk, dh]
-  const float* vh = flash_value_head(s, v, h);  // [tk, dv]
-  float* ot = flash_o_row(s, out, h, q0);       // [nr, dv], the accumulator O
+  const float* kh = flash_key_head(s, k, h);              // [tk, dh]
+  const float* vh = flash_value_head(s, v, h);            // [tk, dv]
+  float* ot = flash_row(s, out, FlashOperand::O, h, q0);  // [nr, dv], the accumulator O
   for (int64_t r = 0; r < nr; ++r) std::fill_n(ot + r * ldo, s.dv, 0.0f);
   const int64_t kend = TileKeyEnd(s, h, q0, q0 + nr);
   const int64_t slot = detail::flash_probs_slot(s.tq, s.tk);
@@ -578,9 +554,9 @@ void BackwardQueryTile(const FlashAttentionSpec& s, const float* q, const float*
                        float* dk, float* dv, int64_t h, int64_t q0, int64_t nr,
                        const float* slots) {
   const int64_t ldq = flash_ldq(s), ldk = flash_ldk(s), ldv = flash_ldv(s), ldo = flash_ldo(s);
-  const float* qrows = flash_q_row(s, q, h, q0);                    // [nr, dh]
-  const float* dorows = flash_o_row(s, dout, h, q0);                // [nr, dv]
-  float* dqrows = flash_q_row(s, dq, h, q0);                        // [nr, dh]
+  const float* qrows = flash_row(s, q, FlashOperand::Q, h, q0);      // [nr, dh]
+  const float* dorows = flash_row(s, dout, FlashOperand::O, h, q0);  // [nr, dv]
+  float* dqrows = flash_row(s, dq, FlashOperand::Q, h, q0);          // [nr, dh]
   QueryTileT qt(qrows, nr, s.dh, ldq), dot(dorows, nr, s.dv, ldo);  // Qᵀ [dh, nrp], dOᵀ [dv, nrp]
   const int64_t nrp = qt.nrp;
   BackwardLanes lanes;
@@ -602,8 +578,8 @@ void BackwardQueryTile(const FlashAttentionSpec& s, const float* q, const float*
     const int64_t nc = std::min(kBc, kend - j0);
     const float* kt = flash_key_head(s, k, h) + j0 * ldk;    // [nc, dh]
     const float* vt = flash_value_head(s, v, h) + j0 * ldv;  // [nc, dv]
-    float* dkt = flash_dk_row(s, dk, h, j0);                 // [nc, dh]
-    float* dvt = flash_dv_row(s, dv, h, j0);                 // [nc, dv]
+    float* dkt = flash_row(s, dk, FlashOperand::K, h, j0);   // [nc, dh]
+    float* dvt = flash_row(s, dv, FlashOperand::V, h, j0);   // [nc, dv]
     if (slots) {
       const float* kept = slots + j0 / kBc * slot;
       KeptProbT(kept, kept + factors, nc, nrp, pt);
@@ -640,15 +616,16 @@ void BackwardHead(const FlashAttentionSpec& s, const float* q, const float* k, c
     std::fill(dk + h * s.tk * s.dh, dk + (h + 1) * s.tk * s.dh, 0.0f);
     std::fill(dv + h * s.tk * s.dv, dv + (h + 1) * s.tk * s.dv, 0.0f);
   } else {
-    for (int64_t i = 0; i < nq; ++i) std::fill_n(flash_q_row(s, dq, h, i), s.dh, 0.0f);
+    for (int64_t i = 0; i < nq; ++i)
+      std::fill_n(flash_row(s, dq, FlashOperand::Q, h, i), s.dh, 0.0f);
     for (int64_t j = 0; j < nk; ++j) {
-      std::fill_n(flash_dk_row(s, dk, h, j), s.dh, 0.0f);
-      std::fill_n(flash_dv_row(s, dv, h, j), s.dv, 0.0f);
+      std::fill_n(flash_row(s, dk, FlashOperand::K, h, j), s.dh, 0.0f);
+      std::fill_n(flash_row(s, dv, FlashOperand::V, h, j), s.dv, 0.0f);
     }
   }
   for (int64_t i = 0; i < nq; ++i)  // δ_i = dO_i · O_i (0 on fully masked rows: O = 0)
-    delta[h * s.tq + i] =
-        float(DotF64(flash_o_row(s, out, h, i), flash_o_row(s, dout, h, i), s.dv));
+    delta[h * s.tq + i] = float(DotF64(flash_row(s, out, FlashOperand::O, h, i),
+                                       flash_row(s, dout, FlashOperand::O, h, i), s.dv));
   const int64_t tiles = detail::flash_tiles(s.tq);
   const int64_t slots = detail::flash_probs_query_tile(s.tq, s.tk);
   for (int64_t q0 = 0; q0 < nq; q0 += kBr)

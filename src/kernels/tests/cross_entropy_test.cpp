@@ -207,6 +207,14 @@ TEST(CrossEntropy, NegativeInfinityLogitsGiveFiniteLse) {
     cross_entropy_forward(x.data(), t.data(), &loss, &lse, s);
     ref::cross_entropy_forward(x.data(), t.data(), &want_loss, &want_lse, s);
     EXPECT_NEAR(lse, want_lse, 1e-5);
+    // Their gradient is exactly 0 (ε = 0): p = exp(-inf) = 0, not a tiny clamped exp.
+    const float g = 1.5f;
+    std::vector<float> dx(67, 123.0f);
+    cross_entropy_backward(x.data(), t.data(), &lse, &g, dx.data(), s);
+    for (int v = 0; v < 67; ++v)
+      if (v % 16 != 5) {
+        EXPECT_EQ(dx[size_t(v)], 0.0f) << "masked logit " << v;
+      }
   });
 }
 

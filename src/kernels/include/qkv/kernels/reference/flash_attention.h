@@ -78,44 +78,35 @@ inline int64_t flash_queries(const FlashAttentionSpec& s, int64_t h) noexcept {
 inline int64_t flash_keys(const FlashAttentionSpec& s, int64_t h) noexcept {
   return s.rows ? s.rows->key_counts[h / s.rows->heads] : s.tk;
 }
-// Query row i of head h in q or dq, and in out or dout.
+// The operands by their layout: q and dq (Q), out and dout (O), k and dk (K), v and dv (V).
+enum class FlashOperand { Q, O, K, V };
+
+// Row i of head h of operand x (for K and V outside packed rows: of dk and dv, always dense
+// [bh, tk, d], whatever k_head_stride says of k and v; flash_key_head reads those).
 template <class T>
-T* flash_q_row(const FlashAttentionSpec& s, T* q, int64_t h, int64_t i) noexcept {
-  if (!s.rows) return q + (h * s.tq + i) * s.dh;
+T* flash_row(const FlashAttentionSpec& s, T* x, FlashOperand op, int64_t h, int64_t i) noexcept {
+  const bool query_side = op == FlashOperand::Q || op == FlashOperand::O;
+  const int64_t d = op == FlashOperand::Q || op == FlashOperand::K ? s.dh : s.dv;
+  if (!s.rows) return x + (h * (query_side ? s.tq : s.tk) + i) * d;
   const FlashAttentionRows& r = *s.rows;
-  return q + (r.query_starts[h / r.heads] + i) * r.ldq + h % r.heads * s.dh;
-}
-template <class T>
-T* flash_o_row(const FlashAttentionSpec& s, T* out, int64_t h, int64_t i) noexcept {
-  if (!s.rows) return out + (h * s.tq + i) * s.dv;
-  const FlashAttentionRows& r = *s.rows;
-  return out + (r.query_starts[h / r.heads] + i) * r.ldo + h % r.heads * s.dv;
-}
-// Key row j of head h in dk and dv (the gradients are dense [bh, tk, d] outside packed
-// rows, whatever k_head_stride says of k and v).
-template <class T>
-T* flash_dk_row(const FlashAttentionSpec& s, T* dk, int64_t h, int64_t j) noexcept {
-  if (!s.rows) return dk + (h * s.tk + j) * s.dh;
-  const FlashAttentionRows& r = *s.rows;
-  return dk + (r.key_starts[h / r.heads] + j) * r.ldk + h % r.heads * s.dh;
-}
-template <class T>
-T* flash_dv_row(const FlashAttentionSpec& s, T* dv, int64_t h, int64_t j) noexcept {
-  if (!s.rows) return dv + (h * s.tk + j) * s.dv;
-  const FlashAttentionRows& r = *s.rows;
-  return dv + (r.key_starts[h / r.heads] + j) * r.ldv + h % r.heads * s.dv;
+  const int64_t ld = op == FlashOperand::Q   ? r.ldq
+                     : op == FlashOperand::O ? r.ldo
+                     : op == FlashOperand::K ? r.ldk
+                                             : r.ldv;
+  const int64_t* starts = query_side ? r.query_starts : r.key_starts;
+  return x + (starts[h / r.heads] + i) * ld + h % r.heads * d;
 }
 
 // Head h's keys [tk, dh] and values [tk, dv] (rows flash_ldk / flash_ldv apart).
 template <class T>
 T* flash_key_head(const FlashAttentionSpec& s, T* k, int64_t h) noexcept {
-  if (s.rows) return flash_dk_row(s, k, h, 0);
+  if (s.rows) return flash_row(s, k, FlashOperand::K, h, 0);
   const int64_t from = s.kv_heads != nullptr ? s.kv_heads[h] : h;
   return k + from * (s.k_head_stride != 0 ? s.k_head_stride : s.tk * s.dh);
 }
 template <class T>
 T* flash_value_head(const FlashAttentionSpec& s, T* v, int64_t h) noexcept {
-  if (s.rows) return flash_dv_row(s, v, h, 0);
+  if (s.rows) return flash_row(s, v, FlashOperand::V, h, 0);
   const int64_t from = s.kv_heads != nullptr ? s.kv_heads[h] : h;
   return v + from * (s.v_head_stride != 0 ? s.v_head_stride : s.tk * s.dv);
 }
@@ -160,8 +151,8 @@ void flash_attention_forward(const FlashAttentionSpec& s, const T* q, const T* k
     const int64_t nq = flash_queries(s, h);
     for (int64_t i = nq; i < s.tq; ++i) lse[h * s.tq + i] = -std::numeric_limits<T>::infinity();
     for (int64_t i = 0; i < nq; ++i) {
-      const T* qi = flash_q_row(s, q, h, i);  // [dh]
-      T* oi = flash_o_row(s, out, h, i);      // [dv]
+      const T* qi = flash_row(s, q, FlashOperand::Q, h, i);  // [dh]
+      T* oi = flash_row(s, out, FlashOperand::O, h, i);      // [dv]
       const int64_t vis = flash_visible(s, h, i);
       const double l = flash_row_lse(s, qi, kh, vis);
       lse[h * s.tq + i] = T(l);
@@ -185,19 +176,20 @@ void flash_attention_backward(const FlashAttentionSpec& s, const T* q, const T* 
   const int64_t ldk = flash_ldk(s), ldv = flash_ldv(s);
   for (int64_t h = 0; h < s.bh; ++h) {
     const int64_t nq = flash_queries(s, h), nk = flash_keys(s, h);
-    for (int64_t i = 0; i < nq; ++i) std::fill_n(flash_q_row(s, dq, h, i), s.dh, T(0));
+    for (int64_t i = 0; i < nq; ++i)
+      std::fill_n(flash_row(s, dq, FlashOperand::Q, h, i), s.dh, T(0));
     for (int64_t j = 0; j < nk; ++j) {
-      std::fill_n(flash_dk_row(s, dk, h, j), s.dh, T(0));
-      std::fill_n(flash_dv_row(s, dv, h, j), s.dv, T(0));
+      std::fill_n(flash_row(s, dk, FlashOperand::K, h, j), s.dh, T(0));
+      std::fill_n(flash_row(s, dv, FlashOperand::V, h, j), s.dv, T(0));
     }
   }
   for (int64_t h = 0; h < s.bh; ++h) {
     const T* kh = flash_key_head(s, k, h);    // [tk, dh]
     const T* vh = flash_value_head(s, v, h);  // [tk, dv]
     for (int64_t i = 0; i < flash_queries(s, h); ++i) {
-      const T* qi = flash_q_row(s, q, h, i);      // [dh]
-      const T* doi = flash_o_row(s, dout, h, i);  // [dv]
-      T* dqi = flash_q_row(s, dq, h, i);          // [dh]
+      const T* qi = flash_row(s, q, FlashOperand::Q, h, i);      // [dh]
+      const T* doi = flash_row(s, dout, FlashOperand::O, h, i);  // [dv]
+      T* dqi = flash_row(s, dq, FlashOperand::Q, h, i);          // [dh]
       const int64_t vis = flash_visible(s, h, i);
       const double l = flash_row_lse(s, qi, kh, vis);
       auto p_of = [&](int64_t j) { return std::exp(flash_score(s, qi, kh + j * ldk) - l); };
@@ -210,8 +202,8 @@ void flash_attention_backward(const FlashAttentionSpec& s, const T* q, const T* 
       for (int64_t j = 0; j < vis; ++j) delta += p_of(j) * dp_of(j);
       for (int64_t j = 0; j < vis; ++j) {
         const double p = p_of(j), ds = p * (dp_of(j) - delta);
-        T* dvj = flash_dv_row(s, dv, h, j);
-        T* dkj = flash_dk_row(s, dk, h, j);
+        T* dvj = flash_row(s, dv, FlashOperand::V, h, j);
+        T* dkj = flash_row(s, dk, FlashOperand::K, h, j);
         for (int64_t c = 0; c < s.dv; ++c) dvj[c] += T(p * double(doi[c]));
         for (int64_t c = 0; c < s.dh; ++c) {
           dqi[c] += T(s.scale * ds * double(kh[j * ldk + c]));
