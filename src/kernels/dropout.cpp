@@ -12,8 +12,10 @@
 // an exact integer test (p·2^24 is exact in double; both sides are integers < 2^25).
 #include "qkv/kernels/dropout.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "qkv/base/rng.h"
 #include "qkv/base/thread_pool.h"
@@ -64,16 +66,33 @@ HWY_INLINE void Philox10(VU64& c0, VU64& c1, VU64& c2, VU64& c3, uint64_t seed) 
 }
 #endif
 
+// ORs `count` mask bits (bit l of `bits` for element e + l) into keep, which is zeroed:
+// only the bytes holding elements [e, e + count) are touched, so threads whose element
+// ranges start and end on multiples of 8 never share a byte.
+HWY_INLINE void PutBits(uint8_t* keep, int64_t e, uint64_t bits, int count) {
+  const int shift = int(e % 8);
+  bits <<= shift;
+  for (int64_t b = e / 8, last = (e + count - 1) / 8; b <= last; ++b, bits >>= 8)
+    keep[b] = uint8_t(keep[b] | (bits & 0xFF));
+}
+
 #if HWY_TARGET == HWY_SCALAR
 // One-lane target: no 64-bit lanes to split into 32-bit words; per-element reference.
-void DropoutRange(const float* x, float* y, int64_t lo, int64_t hi, const DropoutSpec& spec) {
+template <bool kRecord>
+void DropoutRange(const float* x, float* y, int64_t lo, int64_t hi, const DropoutSpec& spec,
+                  uint8_t* keep_bits) {
   const auto scale = static_cast<float>(1.0 / (1.0 - spec.p));
-  for (int64_t i = lo; i < hi; ++i)
-    y[i] = double(spec.rng.uniform(spec.offset + uint64_t(i))) >= spec.p ? x[i] * scale : 0.0f;
+  for (int64_t i = lo; i < hi; ++i) {
+    const bool keep = double(spec.rng.uniform(spec.offset + uint64_t(i))) >= spec.p;
+    y[i] = keep ? x[i] * scale : 0.0f;
+    if constexpr (kRecord) PutBits(keep_bits, i, keep, 1);
+  }
 }
 #else
-// y[i] = keep(i) ? x[i]·scale : 0 for i in [lo, hi).
-void DropoutRange(const float* x, float* y, int64_t lo, int64_t hi, const DropoutSpec& spec) {
+// y[i] = keep(i) ? x[i]·scale : 0 for i in [lo, hi); kRecord: keep(i) also into keep_bits.
+template <bool kRecord>
+void DropoutRange(const float* x, float* y, int64_t lo, int64_t hi, const DropoutSpec& spec,
+                  uint8_t* keep_bits) {
   const DU64 d64;
   const DU32 d32;
   const DI32 di;
@@ -83,6 +102,7 @@ void DropoutRange(const float* x, float* y, int64_t lo, int64_t hi, const Dropou
   auto scalar = [&](int64_t i) {
     const bool keep = double(spec.rng.uniform(spec.offset + uint64_t(i))) >= spec.p;
     y[i] = keep ? x[i] * scale : 0.0f;
+    if constexpr (kRecord) PutBits(keep_bits, i, keep, 1);
   };
   int64_t i = lo;
   for (; i < hi && ((spec.offset + uint64_t(i)) & 3) != 0; ++i) scalar(i);  // to a block start
@@ -117,15 +137,56 @@ void DropoutRange(const float* x, float* y, int64_t lo, int64_t hi, const Dropou
       const auto keep = hn::RebindMask(df, r24 > vthreshold_m1);
       const int64_t e = i + half * n32;
       hn::StoreU(hn::IfThenElseZero(keep, hn::Mul(hn::LoadU(df, x + e), vscale)), df, y + e);
+      if constexpr (kRecord) {
+        if (n32 % 8 == 0 && e % 8 == 0) {  // whole bytes (training's offsets): stored as is
+          hn::StoreMaskBits(df, keep, keep_bits + e / 8);
+        } else {
+          uint8_t packed[8] = {};
+          hn::StoreMaskBits(df, keep, packed);
+          uint64_t bits = 0;
+          std::memcpy(&bits, packed, sizeof bits);
+          PutBits(keep_bits, e, bits, int(n32));
+        }
+      }
     }
   }
   for (; i < hi; ++i) scalar(i);
 }
 #endif  // HWY_TARGET == HWY_SCALAR
 
-void DropoutImpl(const float* x, float* y, int64_t n, const DropoutSpec& spec) {
-  if (n <= kGrain) return DropoutRange(x, y, 0, n, spec);
-  parallel_for(0, n, kGrain, [&](int64_t lo, int64_t hi) { DropoutRange(x, y, lo, hi, spec); });
+// keep_bits: nullptr, or (zeroed) the mask bits to record. Chunks of kGrain elements (a
+// multiple of 8) record into disjoint bytes.
+void DropoutImpl(const float* x, float* y, int64_t n, const DropoutSpec& spec, uint8_t* keep_bits) {
+  auto range = [&](int64_t lo, int64_t hi) {
+    if (keep_bits)
+      DropoutRange<true>(x, y, lo, hi, spec, keep_bits);
+    else
+      DropoutRange<false>(x, y, lo, hi, spec, nullptr);
+  };
+  if (n <= kGrain) return range(0, n);
+  parallel_for(0, n, kGrain, range);
+}
+
+// dx[i] = bit i of keep_bits ? dy[i]·scale : 0: the multiply forward's mask was applied
+// with, so the bits of regenerating it.
+void DropoutKeptImpl(const float* dy, float* dx, int64_t n, float scale, const uint8_t* keep_bits) {
+  auto range = [&](int64_t lo, int64_t hi) {
+    int64_t i = lo;
+#if HWY_TARGET != HWY_SCALAR
+    const hn::ScalableTag<float> df;
+    const auto vscale = hn::Set(df, scale);
+    const auto lanes = static_cast<int64_t>(hn::Lanes(df));
+    // lo is a multiple of 8 (kGrain) and so is each step (8 or 16 lanes): whole bytes.
+    if (lanes % 8 == 0)
+      for (; i + lanes <= hi; i += lanes) {
+        const auto keep = hn::LoadMaskBits(df, keep_bits + i / 8);
+        hn::StoreU(hn::IfThenElseZero(keep, hn::Mul(hn::LoadU(df, dy + i), vscale)), df, dx + i);
+      }
+#endif
+    for (; i < hi; ++i) dx[i] = (keep_bits[i / 8] >> (i % 8)) & 1 ? dy[i] * scale : 0.0f;
+  };
+  if (n <= kGrain) return range(0, n);
+  parallel_for(0, n, kGrain, range);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -136,16 +197,30 @@ HWY_AFTER_NAMESPACE();
 namespace qkv::kernels {
 
 HWY_EXPORT(DropoutImpl);
+HWY_EXPORT(DropoutKeptImpl);
 
 void dropout_forward(const float* x, float* y, int64_t n, const DropoutSpec& spec) noexcept {
   if (n <= 0) return;
-  HWY_DYNAMIC_DISPATCH(DropoutImpl)(x, y, n, spec);
+  HWY_DYNAMIC_DISPATCH(DropoutImpl)(x, y, n, spec, nullptr);
+}
+
+void dropout_forward_keep(const float* x, float* y, int64_t n, const DropoutSpec& spec,
+                          uint8_t* keep) noexcept {
+  if (n <= 0) return;
+  std::fill(keep, keep + ref::dropout_keep_bytes(n), uint8_t{0});
+  HWY_DYNAMIC_DISPATCH(DropoutImpl)(x, y, n, spec, keep);
+}
+
+void dropout_backward_keep(const float* dy, float* dx, int64_t n, double p,
+                           const uint8_t* keep) noexcept {
+  if (n <= 0) return;
+  HWY_DYNAMIC_DISPATCH(DropoutKeptImpl)(dy, dx, n, static_cast<float>(1.0 / (1.0 - p)), keep);
 }
 
 void dropout_backward(const float* dy, float* dx, int64_t n, const DropoutSpec& spec) noexcept {
   // d(x·m·s)/dx = m·s: the same mask and scale applied to dy.
   if (n <= 0) return;
-  HWY_DYNAMIC_DISPATCH(DropoutImpl)(dy, dx, n, spec);
+  HWY_DYNAMIC_DISPATCH(DropoutImpl)(dy, dx, n, spec, nullptr);
 }
 
 }  // namespace qkv::kernels

@@ -1,7 +1,10 @@
 #include "qkv/ops/dropout.h"
 
+#include <type_traits>
+
 #include "detail/checks.h"
 #include "detail/kernel_select.h"
+#include "qkv/kernels/dropout.h"
 
 namespace qkv::ops {
 namespace {
@@ -29,6 +32,41 @@ Tensor dropout_backward(const TensorView& dy, const DropoutOptions& options) {
   Tensor dx = Tensor::empty(dy.shape(), dy.dtype());
   detail::visit_dtype(dy.dtype(), [&]<class T>() {
     kern::dropout_backward(cdy.data<T>(), dx.data<T>(), dy.numel(), spec);
+  });
+  return dx;
+}
+
+Tensor dropout(const TensorView& x, const DropoutOptions& options, DropoutMask& mask) {
+  const kernels::DropoutSpec spec = checked_spec("dropout", options);
+  const detail::ContiguousInput cx(x);
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  mask.numel = x.numel();
+  mask.p = options.p;
+  mask.keep.resize(size_t(kernels::ref::dropout_keep_bytes(mask.numel)));
+  detail::visit_dtype(x.dtype(), [&]<class T>() {
+    if constexpr (std::is_same_v<T, float>)
+      kernels::dropout_forward_keep(cx.data<T>(), y.data<T>(), mask.numel, spec, mask.keep.data());
+    else
+      kernels::ref::dropout_forward_keep(cx.data<T>(), y.data<T>(), mask.numel, spec,
+                                         mask.keep.data());
+  });
+  return y;
+}
+
+Tensor dropout_backward(const TensorView& dy, const DropoutMask& mask) {
+  QKV_CHECK(dy.numel() == mask.numel &&
+                int64_t(mask.keep.size()) == kernels::ref::dropout_keep_bytes(mask.numel),
+            ShapeError, "dropout_backward: dy ", describe(dy), " has ", dy.numel(),
+            " elements, the recorded mask ", mask.numel);
+  const detail::ContiguousInput cdy(dy);
+  Tensor dx = Tensor::empty(dy.shape(), dy.dtype());
+  detail::visit_dtype(dy.dtype(), [&]<class T>() {
+    if constexpr (std::is_same_v<T, float>)
+      kernels::dropout_backward_keep(cdy.data<T>(), dx.data<T>(), mask.numel, mask.p,
+                                     mask.keep.data());
+    else
+      kernels::ref::dropout_backward_keep(cdy.data<T>(), dx.data<T>(), mask.numel, mask.p,
+                                          mask.keep.data());
   });
   return dx;
 }

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <span>
 
 #include "qkv/autograd/functions.h"
 #include "qkv/autograd/registry.h"
@@ -127,29 +128,27 @@ std::vector<GradCase> attention_cases() {
 // (its gradient must stay 0).
 std::vector<GradCase> attention_rows_cases() {
   static const std::vector<int64_t> kLengths{3, 1}, kQueries{2, 2};
+  // Two heads of 2 over these lengths, the heads at these columns of q, k and v.
+  auto rows = [](std::span<const int64_t> queries, int64_t q, int64_t k, int64_t v) {
+    return ops::FlashRows{.heads = 2,
+                          .head_dim = 2,
+                          .query_lengths = queries,
+                          .key_lengths = kLengths,
+                          .q_column = q,
+                          .k_column = k,
+                          .v_column = v};
+  };
   return {{"self: one [4, 12], 2 heads of 2, causal, lengths {3, 1}",
            {{4, 12}},
-           [](const Vars& x) {
-             const ops::FlashRows rows{.heads = 2,
-                                       .head_dim = 2,
-                                       .query_lengths = kLengths,
-                                       .key_lengths = kLengths,
-                                       .q_column = 0,
-                                       .k_column = 4,
-                                       .v_column = 8};
-             return project(scaled_dot_attention_rows(x[0], x[0], x[0], rows, {0.6, true}));
+           [rows](const Vars& x) {
+             return project(
+                 scaled_dot_attention_rows(x[0], x[0], x[0], rows(kLengths, 0, 4, 8), {0.6, true}));
            }},
           {"cross: q [4, 5] from column 1 against k, v of one [4, 8]",
            {{4, 5}, {4, 8}},
-           [](const Vars& x) {
-             const ops::FlashRows rows{.heads = 2,
-                                       .head_dim = 2,
-                                       .query_lengths = kQueries,
-                                       .key_lengths = kLengths,
-                                       .q_column = 1,
-                                       .k_column = 4,
-                                       .v_column = 0};
-             return project(scaled_dot_attention_rows(x[0], x[1], x[1], rows, {0.9}));
+           [rows](const Vars& x) {
+             return project(
+                 scaled_dot_attention_rows(x[0], x[1], x[1], rows(kQueries, 1, 4, 0), {0.9}));
            }}};
 }
 

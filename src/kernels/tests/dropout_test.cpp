@@ -48,6 +48,44 @@ TEST(Dropout, MatchesReferenceBitwise) {
   });
 }
 
+// The recorded mask: forward's values unchanged, its bits those of the reference's mask
+// (every byte written: the buffer starts as garbage), and the backward from them the bits
+// of the regenerating backward; sizes across the pool's 16384-element chunks, offsets
+// that put element 0 anywhere in a Philox block, at 1 and 2 threads.
+TEST(Dropout, RecordedMaskMatchesTheDrawnOne) {
+  const int before = num_threads();
+  for_each_simd_target([](const SimdTarget&) {
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{33}, int64_t{100},
+                        int64_t{16384 + 5}, int64_t{50001}})
+        for (uint64_t offset : {uint64_t{0}, uint64_t{1}, uint64_t{3}, uint64_t{6}, uint64_t{13}})
+          for (double p : {0.1, 0.5}) {
+            SCOPED_TRACE(::testing::Message() << "n " << n << " offset " << offset << " p " << p
+                                              << " threads " << threads);
+            const DropoutSpec s = make_spec(p, 0x1234567890ABCDEFull, 77, offset);
+            const std::vector<float> x = random_floats(n, seed_for(n, int64_t(offset)));
+            const std::vector<float> dy = random_floats(n, seed_for(n, 5));
+            const auto bytes = size_t(ref::dropout_keep_bytes(n));
+            const auto count = static_cast<size_t>(n);
+            std::vector<float> y(count), want_y(count), dx(count), want_dx(count);
+            std::vector<uint8_t> keep(bytes, 0xA5), want_keep(bytes);
+            dropout_forward_keep(x.data(), y.data(), n, s, keep.data());
+            dropout_forward(x.data(), want_y.data(), n, s);
+            EXPECT_TRUE(bitwise_equal(y, want_y));
+            std::vector<double> unused(count);
+            const std::vector<double> x64(x.begin(), x.end());
+            ref::dropout_forward_keep(x64.data(), unused.data(), n, s, want_keep.data());
+            ASSERT_EQ(keep, want_keep);
+            dropout_backward_keep(dy.data(), dx.data(), n, p, keep.data());
+            dropout_backward(dy.data(), want_dx.data(), n, s);
+            ASSERT_TRUE(bitwise_equal(dx, want_dx));
+          }
+    }
+  });
+  set_num_threads(before);
+}
+
 TEST(Dropout, ZeroProbabilityIsIdentity) {
   for_each_simd_target([](const SimdTarget&) {
     const std::vector<float> x = random_floats(1023, 5);

@@ -231,6 +231,23 @@ TEST(OpsBehaviour, DropoutBackwardUsesTheForwardMask) {
   EXPECT_NE(ops::dropout(x, shifted).to_vector<float>(), y);
 }
 
+// The recorded mask (training's path): the same forward, and a backward from the bits
+// equal to the regenerating one, in F32 (the kernel) and F64 (its twin).
+TEST(OpsBehaviour, DropoutRecordedMaskGivesTheRegeneratedBackward) {
+  for (const DType dtype : {DType::F32, DType::F64}) {
+    const Tensor x = random_tensor({37, 29}, dtype, 6), dy = random_tensor({37, 29}, dtype, 7);
+    const ops::DropoutOptions o{0.3, 11, 2, 5};
+    ops::DropoutMask mask;
+    const Tensor y = ops::dropout(x, o, mask);
+    EXPECT_EQ(mask.numel, 37 * 29);
+    EXPECT_EQ(mask.keep.size(), size_t((37 * 29 + 7) / 8));
+    EXPECT_EQ(y.to_vector<double>(), ops::dropout(x, o).to_vector<double>());
+    EXPECT_EQ(ops::dropout_backward(dy, mask).to_vector<double>(),
+              ops::dropout_backward(dy, o).to_vector<double>());
+    EXPECT_THROW(ops::dropout_backward(random_tensor({37, 28}, dtype, 8), mask), ShapeError);
+  }
+}
+
 TEST(OpsBehaviour, FullyMaskedSoftmaxRowIsZeroNotNaN) {
   const Tensor x = random_tensor({2, 3}, DType::F32, 5);
   const std::vector<int64_t> lengths{0, 2};
