@@ -148,7 +148,7 @@ Variable dropout(const Variable& x, const ops::DropoutOptions& options) {
   auto mask = std::make_shared<ops::DropoutMask>();
   Tensor y = ops::dropout(x.value(), options, *mask);
   return detail::record(kDropout, std::move(y), {x}, [x, mask](const Tensor& dy) {
-    accumulate(x, ops::dropout_backward(dy, *mask));
+    accumulate(x, ops::dropout_backward_recorded(dy, *mask));
   });
 }
 

@@ -53,10 +53,10 @@ Tensor dropout(const TensorView& x, const DropoutOptions& options, DropoutMask& 
   return y;
 }
 
-Tensor dropout_backward(const TensorView& dy, const DropoutMask& mask) {
+Tensor dropout_backward_recorded(const TensorView& dy, const DropoutMask& mask) {
   QKV_CHECK(dy.numel() == mask.numel &&
                 int64_t(mask.keep.size()) == kernels::ref::dropout_keep_bytes(mask.numel),
-            ShapeError, "dropout_backward: dy ", describe(dy), " has ", dy.numel(),
+            ShapeError, "dropout_backward_recorded: dy ", describe(dy), " has ", dy.numel(),
             " elements, the recorded mask ", mask.numel);
   const detail::ContiguousInput cdy(dy);
   Tensor dx = Tensor::empty(dy.shape(), dy.dtype());

@@ -35,6 +35,6 @@ struct DropoutMask {
 Tensor dropout(const TensorView& x, const DropoutOptions& options, DropoutMask& mask);
 // dx = dy ⊙ mask / (1 − p) from the recorded mask: the same values as dropout_backward
 // with forward's options. ShapeError unless dy has the mask's element count.
-Tensor dropout_backward(const TensorView& dy, const DropoutMask& mask);
+Tensor dropout_backward_recorded(const TensorView& dy, const DropoutMask& mask);
 
 }  // namespace qkv::ops
