@@ -6,7 +6,9 @@
 // once) live on the stack: under 100 KiB per call and thread.
 //
 // Layouts (all contiguous, row-major):
-//   q [bh, tq, dh], k [bh, tk, dh], v [bh, tk, dv], out/dout [bh, tq, dv], lse [bh, tq].
+//   q [bh, tq, dh], k [bh, tk, dh], v [bh, tk, dv], out/dout [bh, tq, dv], lse [bh, tq];
+// or, with spec.rows, packed rows: each head read and written in the [N, C] rows a
+// training batch's projections leave (FlashAttentionRows; lse stays [bh, tq]).
 // The spec (masks, scale) is FlashAttentionSpec in reference/flash_attention.h.
 // Any dh, dv >= 1 is supported (tiles are sized in keys and queries, not head dims).
 // Results are bitwise identical for any thread count: forward runs fixed
