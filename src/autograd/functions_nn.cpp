@@ -31,6 +31,19 @@ const OpRegistration kScaledDotAttention("scaled_dot_attention");
 const OpRegistration kScaledDotAttentionRows("scaled_dot_attention_rows");
 const OpRegistration kAdditiveScores("additive_scores");
 
+// The fused attention's forward options: training keeps the probabilities for backward
+// within a per-call budget (see ops::kFlashKeepProbsBytes); inference and calls already
+// given a budget do not change.
+ops::FlashAttentionOptions forward_options(const Variable& q, const Variable& k, const Variable& v,
+                                           const ops::FlashAttentionOptions& options) {
+  ops::FlashAttentionOptions o = options;
+  const bool backward_will_run =
+      grad_mode_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
+  if (backward_will_run && o.keep_probs_up_to_bytes == 0)
+    o.keep_probs_up_to_bytes = ops::kFlashKeepProbsBytes;
+  return o;
+}
+
 Variable activation(const OpRegistration& op, ops::Activation f, const Variable& x) {
   Tensor y = ops::activation(f, x.value());
   // Saves y as well as x: tanh' and sigmoid' are cheapest from the output.
@@ -154,14 +167,8 @@ Variable dropout(const Variable& x, const ops::DropoutOptions& options) {
 
 Variable scaled_dot_attention(const Variable& q, const Variable& k, const Variable& v,
                               const ops::FlashAttentionOptions& options, Tensor* lse) {
-  // Training keeps the probabilities for backward within a per-call budget (see
-  // ops::kFlashKeepProbsBytes); inference and calls already given a budget do not change.
-  ops::FlashAttentionOptions o = options;
-  const bool backward_will_run =
-      grad_mode_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
-  if (backward_will_run && o.keep_probs_up_to_bytes == 0)
-    o.keep_probs_up_to_bytes = ops::kFlashKeepProbsBytes;
-  ops::FlashAttentionResult r = ops::flash_attention(q.value(), k.value(), v.value(), o);
+  ops::FlashAttentionResult r =
+      ops::flash_attention(q.value(), k.value(), v.value(), forward_options(q, k, v, options));
   if (lse) *lse = r.lse;
   // The backward outlives the caller's key_lengths span: keep a copy.
   auto lengths = std::make_shared<const std::vector<int64_t>>(options.key_lengths.begin(),
@@ -183,12 +190,8 @@ Variable scaled_dot_attention(const Variable& q, const Variable& k, const Variab
 Variable scaled_dot_attention_rows(const Variable& q, const Variable& k, const Variable& v,
                                    const ops::FlashRows& rows,
                                    const ops::FlashAttentionOptions& options) {
-  ops::FlashAttentionOptions o = options;
-  const bool backward_will_run =
-      grad_mode_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
-  if (backward_will_run && o.keep_probs_up_to_bytes == 0)
-    o.keep_probs_up_to_bytes = ops::kFlashKeepProbsBytes;
-  ops::FlashAttentionResult r = ops::flash_attention_rows(q.value(), k.value(), v.value(), rows, o);
+  ops::FlashAttentionResult r = ops::flash_attention_rows(q.value(), k.value(), v.value(), rows,
+                                                          forward_options(q, k, v, options));
   // The backward outlives the caller's length spans: keep copies.
   auto lengths = std::make_shared<const std::pair<std::vector<int64_t>, std::vector<int64_t>>>(
       std::vector<int64_t>(rows.query_lengths.begin(), rows.query_lengths.end()),
