@@ -1,5 +1,7 @@
 // Differentiable matmul, elementwise arithmetic, reductions and shape ops. Each closure
 // captures what the ops backward needs (inputs are shared handles: no copies).
+#include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "detail/record.h"
@@ -29,6 +31,7 @@ const OpRegistration kTranspose("transpose");
 const OpRegistration kReshape("reshape");
 const OpRegistration kStackedLinear("stacked_linear");
 const OpRegistration kLinear("linear");
+const OpRegistration kFeedForwardRelu("feed_forward_relu");
 
 // rows [begin, begin + count) of a contiguous matrix t [R, C], as a view.
 TensorView row_block(const Tensor& t, int64_t begin, int64_t count) {
@@ -114,6 +117,25 @@ Variable matmul(const Variable& a, const Variable& b, const ops::MatmulOptions& 
       [a, b, options](const Tensor& dy) { matmul_backward_to(dy, a, b, options); });
 }
 
+namespace {
+// linear's backward for dy into x, w and bias (defined), each as far as it needs one.
+void linear_backward_to(const Tensor& dy, const Variable& x, const Variable& w,
+                        const Variable& bias) {
+  const ops::MatmulOptions wt{.transpose_a = false, .transpose_b = true};
+  if (!bias.requires_grad() || !w.requires_grad() || x.same_as(w)) {
+    if (bias.requires_grad()) accumulate(bias, ops::bias_gradient(dy));
+    matmul_backward_to(dy, x, w, wt);
+    return;
+  }
+  // The bias gradient comes with dW's product (ops::linear_backward_into).
+  ops::GradTarget dx = detail::grad_slot(x), dw = detail::grad_slot(w);
+  Tensor dbias = ops::linear_backward_into(dy, x.value(), w.value(), dx, dw);
+  detail::fill(x, std::move(dx));
+  detail::fill(w, std::move(dw));
+  accumulate(bias, std::move(dbias));
+}
+}  // namespace
+
 Variable linear(const Variable& x, const Variable& w, const Variable& bias) {
   const ops::MatmulOptions wt{.transpose_a = false, .transpose_b = true};
   if (!bias.defined()) return matmul(x, w, wt);
@@ -126,19 +148,29 @@ Variable linear(const Variable& x, const Variable& w, const Variable& bias) {
     return Variable(ops::matmul_packed(x.value(), *packed, &b));
   }
   return detail::record(kLinear, ops::linear(x.value(), w.value(), bias.value()), {x, w, bias},
-                        [x, w, bias, wt](const Tensor& dy) {
-                          if (!bias.requires_grad() || !w.requires_grad() || x.same_as(w)) {
-                            if (bias.requires_grad()) accumulate(bias, ops::bias_gradient(dy));
-                            matmul_backward_to(dy, x, w, wt);
+                        [x, w, bias](const Tensor& dy) { linear_backward_to(dy, x, w, bias); });
+}
+
+Variable feed_forward_relu(const Variable& x, const Variable& w1, const Variable& b1,
+                           const Variable& w2, const Variable& b2) {
+  QKV_CHECK(b1.defined() && b2.defined(), ValueError,
+            "feed_forward_relu: both layers need a bias (got ", b1.defined() ? "b1" : "no b1", ", ",
+            b2.defined() ? "b2" : "no b2", ")");
+  const Variable inputs[] = {x, w1, b1, w2, b2};
+  const bool backward_will_run =
+      grad_mode_enabled() && std::any_of(std::begin(inputs), std::end(inputs),
+                                         [](const Variable& v) { return v.requires_grad(); });
+  if (!backward_will_run) return linear(relu(linear(x, w1, b1)), w2, b2);
+  Tensor h = ops::linear_relu(x.value(), w1.value(), b1.value());
+  Tensor y = ops::linear(h, w2.value(), b2.value());
+  return detail::record(kFeedForwardRelu, std::move(y), inputs,
+                        [x, w1, b1, w2, b2, h = std::move(h)](const Tensor& dy) {
+                          // The second layer's weight and bias (its input h is no variable).
+                          linear_backward_to(dy, Variable(h), w2, b2);
+                          if (!x.requires_grad() && !w1.requires_grad() && !b1.requires_grad())
                             return;
-                          }
-                          // The bias gradient comes with dW's product (ops::linear_backward_into).
-                          ops::GradTarget dx = detail::grad_slot(x), dw = detail::grad_slot(w);
-                          Tensor dbias =
-                              ops::linear_backward_into(dy, x.value(), w.value(), dx, dw);
-                          detail::fill(x, std::move(dx));
-                          detail::fill(w, std::move(dw));
-                          accumulate(bias, std::move(dbias));
+                          const Tensor dpre = ops::linear_backward_through_relu(dy, w2.value(), h);
+                          linear_backward_to(dpre, x, w1, b1);
                         });
 }
 

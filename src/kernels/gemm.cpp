@@ -19,6 +19,7 @@
 #include "kernels/detail/op_a_sums.h"
 #include "qkv/base/error.h"
 #include "qkv/base/thread_pool.h"
+#include "qkv/kernels/elementwise.h"
 #include "qkv/kernels/reduce.h"
 
 namespace qkv::kernels {
@@ -125,6 +126,40 @@ void gemm_with_bias(const GemmSpec& spec, const float* a, const float* b, const 
   GemmSpec added = spec;
   added.beta = 1.0;
   gemm(added, a, b, c);
+}
+
+// The OpenBLAS backend's epilogues: the product, then the ReLU kernels on C's rows, on
+// the pool as gemm_with_bias fills them (rows are independent: any cut gives the same bits).
+void gemm_with_bias_relu(const GemmSpec& spec, const float* a, const float* b, const float* bias,
+                         float* c) noexcept {
+  if (gemm_backend() == GemmBackend::Portable)
+    return gemm_portable_with_bias_relu(spec, a, b, bias, c);
+  if (spec.m <= 0 || spec.n <= 0) return;
+  gemm_with_bias(spec, a, b, bias, c);
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / spec.n);
+  parallel_for(0, spec.m, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float* row = c + r * spec.ldc;
+      activation_forward(Activation::Relu, row, row, spec.n);
+    }
+  });
+}
+
+void gemm_gated(const GemmSpec& spec, const float* a, const float* b, const float* gate,
+                int64_t ldg, float* c) noexcept {
+  if (gemm_backend() == GemmBackend::Portable) return gemm_portable_gated(spec, a, b, gate, ldg, c);
+  if (spec.m <= 0 || spec.n <= 0) return;
+  GemmSpec plain = spec;
+  plain.beta = 0.0;
+  gemm(plain, a, b, c);
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / spec.n);
+  parallel_for(0, spec.m, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {  // ReLU's backward with x = y = the gate
+      const float* g = gate + r * ldg;
+      float* row = c + r * spec.ldc;
+      activation_backward(Activation::Relu, g, g, row, row, spec.n);
+    }
+  });
 }
 
 void gemm_with_a_row_sums(const GemmSpec& spec, const float* a, const float* b, float* c,

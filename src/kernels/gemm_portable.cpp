@@ -45,6 +45,15 @@
 namespace qkv::kernels::detail {
 // Set only by deny_gemm_portable_buffers_for_testing.
 inline std::atomic<bool> gemm_portable_buffers_denied{false};
+
+// What the product does to C's finished elements besides alpha·AB (tile_product.h's
+// bias, relu and gate; beta is 0 whenever one is set).
+struct GemmEpilogue {
+  const float* bias = nullptr;  // [n]
+  bool relu = false;
+  const float* gate = nullptr;  // [m, n], rows ldg apart
+  int64_t ldg = 0;
+};
 }  // namespace qkv::kernels::detail
 #endif
 
@@ -179,10 +188,11 @@ NextABlock ABlockAt(const GemmSpec& s, const float* a, int64_t i, int64_t mc, in
 // (columns j0 on of C). `next`'s lines are fetched during the products (its rows dealt
 // out over the panels), so that the next block's copy of A finds them in cache: the copy
 // was 4.6 % of a Transformer update at 1 thread, stalled on A's misses.
-// bias: nullptr, or (beta = 0) the row added to the first slice's results.
+// ep: the bias is added to the first slice's results, the ReLU and the gate applied to
+// the last slice's (when it is also the first, in that order).
 void RowBlock(const GemmSpec& s, const float* a, const BSlice& bs, float* c, int64_t i0, int64_t mc,
               int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* a_row_sums,
-              const NextABlock& next, const float* bias) {
+              const NextABlock& next, const detail::GemmEpilogue& ep) {
   // op(A)'s block copied dense as [kc, mc]: the micro-kernel's broadcasts of one k step
   // then lie in one or two cache lines, read in order. In place, A's rows lie lda apart:
   // a 4 KiB lda maps them onto the same L1 sets (dW = dYᵀ·X ran at 57-92 GFLOP/s), and
@@ -210,13 +220,17 @@ void RowBlock(const GemmSpec& s, const float* a, const BSlice& bs, float* c, int
   t.accumulate = p0 > 0 || s.beta != 0.0;
   t.prefetch_floats = next.floats;
   t.prefetch_ld = next.ld;
+  const bool last_slice = p0 + kc == s.k;
+  t.relu = ep.relu && last_slice;
+  t.ldg = ep.ldg;
   const int64_t panels = (nc + kNR - 1) / kNR;
   for (int64_t q = 0; q < panels; ++q) {
     const int64_t jp = q * kNR;
     t.n = std::min(kNR, nc - jp);
     t.b = bs.b + jp * bs.col_step;
     t.c = c + i0 * s.ldc + j0 + jp;
-    t.bias = bias != nullptr && p0 == 0 ? bias + j0 + jp : nullptr;
+    t.bias = ep.bias != nullptr && p0 == 0 ? ep.bias + j0 + jp : nullptr;
+    t.gate = ep.gate != nullptr && last_slice ? ep.gate + i0 * ep.ldg + j0 + jp : nullptr;
     const int64_t r0 = q * next.rows / panels, r1 = (q + 1) * next.rows / panels;
     t.prefetch = next.at != nullptr && r1 > r0 ? next.at + r0 * next.ld : nullptr;
     t.prefetch_rows = r1 - r0;
@@ -229,7 +243,7 @@ void RowBlock(const GemmSpec& s, const float* a, const BSlice& bs, float* c, int
 // block of A multiplies it.
 void SerialBlock(const GemmSpec& s, const float* a, const float* b, float* c, int64_t i0,
                  int64_t i1, int64_t j0, int64_t j1, float* bpack, float* a_row_sums,
-                 const float* bias) {
+                 const detail::GemmEpilogue& ep) {
   for (int64_t jc = j0; jc < j1; jc += kNC) {
     const int64_t nc = std::min(kNC, j1 - jc);
     for (int64_t p0 = 0; p0 < s.k; p0 += kKC) {
@@ -242,11 +256,11 @@ void SerialBlock(const GemmSpec& s, const float* a, const float* b, float* c, in
         const int64_t whole = nc / kNR * kNR;
         if (whole > 0)
           RowBlock(s, a, {b + p0 * s.ldb + jc, 1, s.ldb}, c, i0, i1 - i0, p0, kc, jc, whole, sums,
-                   {}, bias);
+                   {}, ep);
         if (whole < nc) {
           PackB(s, b, p0, kc, jc + whole, nc - whole, bpack);
           RowBlock(s, a, {bpack, kc, kNR}, c, i0, i1 - i0, p0, kc, jc + whole, nc - whole,
-                   whole > 0 ? nullptr : sums, {}, bias);
+                   whole > 0 ? nullptr : sums, {}, ep);
         }
         continue;
       }
@@ -262,7 +276,7 @@ void SerialBlock(const GemmSpec& s, const float* a, const float* b, float* c, in
           next = ABlockAt(s, a, i0, std::min(kMC, i1 - i0), p0 + kc, std::min(kKC, s.k - p0 - kc));
         else if (jc + nc < j1)
           next = ABlockAt(s, a, i0, std::min(kMC, i1 - i0), 0, std::min(kKC, s.k));
-        RowBlock(s, a, {bpack, kc, kNR}, c, i, mc, p0, kc, jc, nc, sums, next, bias);
+        RowBlock(s, a, {bpack, kc, kNR}, c, i, mc, p0, kc, jc, nc, sums, next, ep);
       }
     }
   }
@@ -271,22 +285,29 @@ void SerialBlock(const GemmSpec& s, const float* a, const float* b, float* c, in
 // The same block by ref::gemm, for a thread that could not have its packing buffer
 // (slow, but the product is still right). C's scaling by beta is already done.
 void ReferenceBlock(const GemmSpec& s, const float* a, const float* b, float* c, int64_t i0,
-                    int64_t i1, int64_t j0, int64_t j1, float* a_row_sums, const float* bias) {
+                    int64_t i1, int64_t j0, int64_t j1, float* a_row_sums,
+                    const detail::GemmEpilogue& ep) {
   GemmSpec part = s;
   part.m = i1 - i0;
   part.n = j1 - j0;
-  part.beta = s.beta == 0.0 && bias == nullptr ? 0.0 : 1.0;
-  if (bias != nullptr)  // the rows start as the bias, as in ref::gemm_with_bias
-    for (int64_t i = i0; i < i1; ++i) std::copy(bias + j0, bias + j1, c + i * s.ldc + j0);
+  part.beta = s.beta == 0.0 && ep.bias == nullptr ? 0.0 : 1.0;
+  if (ep.bias != nullptr)  // the rows start as the bias, as in ref::gemm_with_bias
+    for (int64_t i = i0; i < i1; ++i) std::copy(ep.bias + j0, ep.bias + j1, c + i * s.ldc + j0);
   const float* a_part = s.trans_a ? a + i0 : a + i0 * s.lda;
   if (a_row_sums != nullptr && j0 == 0) detail::sum_rows_of_op_a(part, a_part, a_row_sums + i0);
   ref::gemm(part, a_part, s.trans_b ? b + j0 * s.ldb : b + j0, c + i0 * s.ldc + j0);
+  for (int64_t i = i0; i < i1; ++i)
+    for (int64_t j = j0; j < j1; ++j) {
+      float& x = c[i * s.ldc + j];
+      if (ep.relu && !(x > 0.0f)) x = 0.0f;
+      if (ep.gate != nullptr && !(ep.gate[i * ep.ldg + j] > 0.0f)) x = 0.0f;
+    }
 }
 
-// a_row_sums: nullptr, or (s.trans_a) a_row_sums[i] = Σ_p op(A)[i, p] too. bias: nullptr,
-// or (s.beta = 0) the row added to every row of C.
+// a_row_sums: nullptr, or (s.trans_a) a_row_sums[i] = Σ_p op(A)[i, p] too. ep: applied to
+// C's finished elements (s.beta = 0 when it has any part).
 void GemmPortableImpl(const GemmSpec& s, const float* a, const float* b, float* c,
-                      float* a_row_sums, const float* bias) {
+                      float* a_row_sums, const detail::GemmEpilogue& ep) {
   if (s.beta != 0.0 && s.beta != 1.0) {  // C = beta·C first; every slice then adds to it
     const auto beta = static_cast<float>(s.beta);
     for (int64_t i = 0; i < s.m; ++i)
@@ -314,9 +335,9 @@ void GemmPortableImpl(const GemmSpec& s, const float* a, const float* b, float* 
       // Column blocks after the first copy the same rows of A: one block sums them.
       float* sums = j0 == 0 ? a_row_sums : nullptr;
       if (bpack)
-        SerialBlock(s, a, b, c, i0, i1, j0, j1, bpack, sums, bias);
+        SerialBlock(s, a, b, c, i0, i1, j0, j1, bpack, sums, ep);
       else
-        ReferenceBlock(s, a, b, c, i0, i1, j0, j1, sums, bias);
+        ReferenceBlock(s, a, b, c, i0, i1, j0, j1, sums, ep);
     }
   };
   if (bl.count == 1)
@@ -348,7 +369,7 @@ void gemm_portable(const GemmSpec& spec, const float* a, const float* b, float* 
     }
     return;
   }
-  HWY_DYNAMIC_DISPATCH(GemmPortableImpl)(spec, a, b, c, nullptr, nullptr);
+  HWY_DYNAMIC_DISPATCH(GemmPortableImpl)(spec, a, b, c, nullptr, {});
 }
 
 void gemm_portable_with_bias(const GemmSpec& spec, const float* a, const float* b,
@@ -360,7 +381,32 @@ void gemm_portable_with_bias(const GemmSpec& spec, const float* a, const float* 
     for (int64_t i = 0; i < s.m; ++i) std::copy(bias, bias + s.n, c + i * s.ldc);
     return;
   }
-  HWY_DYNAMIC_DISPATCH(GemmPortableImpl)(s, a, b, c, nullptr, bias);
+  HWY_DYNAMIC_DISPATCH(GemmPortableImpl)(s, a, b, c, nullptr, {.bias = bias});
+}
+
+void gemm_portable_with_bias_relu(const GemmSpec& spec, const float* a, const float* b,
+                                  const float* bias, float* c) noexcept {
+  if (spec.m <= 0 || spec.n <= 0) return;
+  GemmSpec s = spec;
+  s.beta = 0.0;
+  if (s.k <= 0 || s.alpha == 0.0) {  // C = relu(bias)
+    for (int64_t i = 0; i < s.m; ++i)
+      for (int64_t j = 0; j < s.n; ++j) c[i * s.ldc + j] = bias[j] > 0.0f ? bias[j] : 0.0f;
+    return;
+  }
+  HWY_DYNAMIC_DISPATCH(GemmPortableImpl)(s, a, b, c, nullptr, {.bias = bias, .relu = true});
+}
+
+void gemm_portable_gated(const GemmSpec& spec, const float* a, const float* b, const float* gate,
+                         int64_t ldg, float* c) noexcept {
+  if (spec.m <= 0 || spec.n <= 0) return;
+  GemmSpec s = spec;
+  s.beta = 0.0;
+  if (s.k <= 0 || s.alpha == 0.0) {  // every product 0, gated or not
+    for (int64_t i = 0; i < s.m; ++i) std::fill(c + i * s.ldc, c + i * s.ldc + s.n, 0.0f);
+    return;
+  }
+  HWY_DYNAMIC_DISPATCH(GemmPortableImpl)(s, a, b, c, nullptr, {.gate = gate, .ldg = ldg});
 }
 
 void gemm_portable_with_a_row_sums(const GemmSpec& spec, const float* a, const float* b, float* c,
@@ -371,7 +417,7 @@ void gemm_portable_with_a_row_sums(const GemmSpec& spec, const float* a, const f
     detail::sum_rows_of_op_a(spec, a, a_row_sums);
     return;
   }
-  HWY_DYNAMIC_DISPATCH(GemmPortableImpl)(spec, a, b, c, a_row_sums, nullptr);
+  HWY_DYNAMIC_DISPATCH(GemmPortableImpl)(spec, a, b, c, a_row_sums, {});
 }
 
 }  // namespace qkv::kernels

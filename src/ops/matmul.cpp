@@ -85,21 +85,62 @@ Tensor matmul(const TensorView& a, const TensorView& b, const MatmulOptions& opt
   return c;
 }
 
-Tensor linear(const TensorView& x, const TensorView& w, const TensorView& bias) {
+namespace {
+// x · wᵀ + bias, then the ReLU when `relu` (linear and linear_relu).
+Tensor linear_impl(std::string_view op, const TensorView& x, const TensorView& w,
+                   const TensorView& bias, bool relu) {
   const MatmulOptions wt{.transpose_a = false, .transpose_b = true};
   const ProductDims d = check_matmul(x, w, wt);
-  QKV_CHECK(x.rank() == 2, ShapeError, "linear: x ", describe(x), " is not [M, K]");
-  detail::check_same_dtype("linear", x, bias);
-  QKV_CHECK(bias.rank() == 1 && bias.dim(0) == d.n, ShapeError, "linear: bias ", describe(bias),
+  QKV_CHECK(x.rank() == 2, ShapeError, op, ": x ", describe(x), " is not [M, K]");
+  detail::check_same_dtype(op, x, bias);
+  QKV_CHECK(bias.rank() == 1 && bias.dim(0) == d.n, ShapeError, op, ": bias ", describe(bias),
             " is not [N = ", d.n, "]");
   const detail::ContiguousInput cx(x), cw(w), cb(bias);
   Tensor c = Tensor::empty(output_shape(x, d), x.dtype());
-  // The product starts from the bias (kernels::gemm_with_bias): no zeroing, no pass after.
+  // The product starts from the bias (kernels::gemm_with_bias): no zeroing, no pass after;
+  // the ReLU in the same epilogue.
   detail::visit_dtype(x.dtype(), [&]<class T>() {
-    kern::gemm_with_bias(product_spec(d, false, true, false), cx.data<T>(), cw.data<T>(),
-                         cb.data<T>(), c.data<T>());
+    const kernels::GemmSpec spec = product_spec(d, false, true, false);
+    if (relu)
+      kern::gemm_with_bias_relu(spec, cx.data<T>(), cw.data<T>(), cb.data<T>(), c.data<T>());
+    else
+      kern::gemm_with_bias(spec, cx.data<T>(), cw.data<T>(), cb.data<T>(), c.data<T>());
   });
   return c;
+}
+}  // namespace
+
+Tensor linear(const TensorView& x, const TensorView& w, const TensorView& bias) {
+  return linear_impl("linear", x, w, bias, false);
+}
+
+Tensor linear_relu(const TensorView& x, const TensorView& w, const TensorView& bias) {
+  return linear_impl("linear_relu", x, w, bias, true);
+}
+
+Tensor linear_backward_through_relu(const TensorView& dy, const TensorView& w,
+                                    const TensorView& relu_output) {
+  constexpr std::string_view op = "linear_backward_through_relu";
+  detail::check_same_dtype(op, dy, w);
+  detail::check_same_dtype(op, dy, relu_output);
+  QKV_CHECK(dy.rank() == 2 && w.rank() == 2 && relu_output.rank() == 2, ShapeError, op, ": dy ",
+            describe(dy), ", w ", describe(w), ", relu_output ", describe(relu_output),
+            " must all be matrices");
+  const int64_t m = dy.dim(0), n = dy.dim(1), hidden = w.dim(1);
+  QKV_CHECK(w.dim(0) == n, ShapeError, op, ": dy ", describe(dy), " and w ", describe(w),
+            " differ in N (dy [M, N], w [N, K])");
+  QKV_CHECK(relu_output.dim(0) == m && relu_output.dim(1) == hidden, ShapeError, op,
+            ": relu_output ", describe(relu_output), " is not [M = ", m, ", K = ", hidden, "]");
+  detail::check_not_empty(op, "w", w);
+  Tensor dx = Tensor::empty(Shape{m, hidden}, dy.dtype());
+  if (m == 0) return dx;
+  const detail::ContiguousInput cdy(dy), cw(w), cg(relu_output);
+  // dx [M, K] = dy [M, N] · w [N, K], gated by the ReLU's output in the product's epilogue.
+  detail::visit_dtype(dy.dtype(), [&]<class T>() {
+    kern::gemm_gated(product_spec({1, m, hidden, n}, false, false, false), cdy.data<T>(),
+                     cw.data<T>(), cg.data<T>(), hidden, dx.data<T>());
+  });
+  return dx;
 }
 
 MatmulGrads matmul_backward(const TensorView& dy, const TensorView& a, const TensorView& b,

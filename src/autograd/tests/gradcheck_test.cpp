@@ -291,6 +291,16 @@ std::map<std::string, std::vector<GradCase>> build_table() {
                  {"x used as the weight too: [3, 3] x [3, 3]ᵀ + [3]",
                   {{3, 3}, {3}},
                   [](const Vars& v) { return project(linear(v[0], v[0], v[1])); }}};
+  t["feed_forward_relu"] = {
+      {"[5, 3] -> hidden 4 -> 2",
+       {{5, 3}, {4, 3}, {4}, {2, 4}, {2}},
+       [](const Vars& v) { return project(feed_forward_relu(v[0], v[1], v[2], v[3], v[4])); }},
+      {"[2, 3, 4] rows -> hidden 7 -> 4, twice (gradients added)",
+       {{6, 4}, {7, 4}, {7}, {4, 7}, {4}},
+       [](const Vars& v) {
+         const Variable once = feed_forward_relu(v[0], v[1], v[2], v[3], v[4]);
+         return project(feed_forward_relu(once, v[1], v[2], v[3], v[4]));
+       }}};
   t["stacked_linear"] = {
       {"[4, 3] x {[2, 3], [3, 3]} + biases",
        {{4, 3}, {2, 3}, {3, 3}, {2}, {3}},

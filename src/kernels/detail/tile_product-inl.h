@@ -66,7 +66,8 @@ constexpr int64_t kLineFloats = 16;
 template <int R, int NV, bool kPartial>
 HWY_NOINLINE void Block(const detail::TileProduct& p, const float* HWY_RESTRICT a,
                         const float* HWY_RESTRICT b, float* HWY_RESTRICT c,
-                        const float* HWY_RESTRICT bias, size_t tail, PrefetchCursor& pf) {
+                        const float* HWY_RESTRICT bias, const float* HWY_RESTRICT gate, size_t tail,
+                        PrefetchCursor& pf) {
   const DF d;
   const size_t lanes = hn::Lanes(d);
   const auto last = hn::FirstN(d, kPartial ? tail : lanes);
@@ -121,6 +122,12 @@ HWY_NOINLINE void Block(const detail::TileProduct& p, const float* HWY_RESTRICT 
         const float* bp = bias + v * lanes;
         out = hn::Add(out, part ? hn::MaskedLoad(last, d, bp) : hn::LoadU(d, bp));
       }
+      if (p.relu) out = hn::IfThenElseZero(hn::Gt(out, hn::Zero(d)), out);
+      if (gate != nullptr) {
+        const float* gp = gate + r * p.ldg + v * lanes;
+        const VF g = part ? hn::MaskedLoad(last, d, gp) : hn::LoadU(d, gp);
+        out = hn::IfThenElseZero(hn::Gt(g, hn::Zero(d)), out);
+      }
       if (part)
         hn::BlendedStore(out, last, d, cp);
       else
@@ -135,7 +142,8 @@ HWY_INLINE void RowTail(const detail::TileProduct& p, int64_t r0, int64_t col, s
   if constexpr (R > 0) {
     if (p.m - r0 == R)
       Block<R, NV, kPartial>(p, p.a + r0 * p.ars, p.b + col, p.c + r0 * p.ldc + col,
-                             p.bias ? p.bias + col : nullptr, tail, pf);
+                             p.bias ? p.bias + col : nullptr,
+                             p.gate ? p.gate + r0 * p.ldg + col : nullptr, tail, pf);
     else
       RowTail<NV, kPartial, R - 1>(p, r0, col, tail, pf);
   }
@@ -147,7 +155,8 @@ HWY_INLINE void Columns(const detail::TileProduct& p, int64_t col, size_t tail,
   int64_t r0 = 0;
   for (; r0 + MR <= p.m; r0 += MR)
     Block<MR, NV, kPartial>(p, p.a + r0 * p.ars, p.b + col, p.c + r0 * p.ldc + col,
-                            p.bias ? p.bias + col : nullptr, tail, pf);
+                            p.bias ? p.bias + col : nullptr,
+                            p.gate ? p.gate + r0 * p.ldg + col : nullptr, tail, pf);
   if (r0 < p.m) RowTail<NV, kPartial, MR - 1>(p, r0, col, tail, pf);
 }
 
@@ -210,6 +219,7 @@ HWY_INLINE void TileProductRunWith(const detail::TileProduct& p) {
     tail.m = tail_rows;
     tail.a += body.m * p.ars;
     tail.c += body.m * p.ldc;
+    if (tail.gate != nullptr) tail.gate += body.m * p.ldg;
   }
   // Spread the prefetch lines evenly over the blocks.
   int64_t blocks = (body.m + MR - 1) / MR * tp::ColumnBlocks<NV>(p.n, lanes);

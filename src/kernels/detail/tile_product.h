@@ -29,6 +29,13 @@ struct TileProduct {
   // accumulate C = (alpha·AB + C) + bias): the same bits as adding it afterwards, one
   // pass fewer over C.
   const float* bias = nullptr;
+  // Applied to each finished result after the bias, in this order (a GEMM sets them on its
+  // last slice of k only): relu, C = C > 0 ? C : 0 (kernels::activation_forward's ReLU);
+  // gate [m, n], rows ldg apart, or nullptr: C = gate > 0 ? C : 0 (ReLU's backward with
+  // the ReLU's output as gate). A feed-forward block's ReLU then needs no pass of its own.
+  bool relu = false;
+  const float* gate = nullptr;
+  int64_t ldg = 0;
   // nullptr, or memory the caller reads or writes next (a kept probabilities slot, the
   // next rows of a GEMM's A): prefetch_rows rows of prefetch_floats floats, prefetch_ld
   // floats apart (one row: a single span), fetched a cache line per k step spread over

@@ -18,6 +18,7 @@
 #include "kernel_test_util.h"
 #include "kernels/detail/gemm_portable_testing.h"
 #include "qkv/base/thread_pool.h"
+#include "qkv/kernels/elementwise.h"
 #include "qkv/kernels/reduce.h"
 
 namespace qkv::kernels {
@@ -372,6 +373,8 @@ TEST(GemmPortable, RowSumsOfAHaveTheBitsOfSumCols) {
 // fallback; other alphas within rounding of ref::gemm_with_bias. C starts as NaN: beta
 // is not read, every element written. k = 0: C = bias.
 using BiasFn = void (*)(const GemmSpec&, const float*, const float*, const float*, float*) noexcept;
+using GatedFn = void (*)(const GemmSpec&, const float*, const float*, const float*, int64_t,
+                         float*) noexcept;
 
 void check_bias(BiasFn with_bias, GemmFn plain, const GemmSpec& s, uint32_t seed) {
   SCOPED_TRACE(describe(s));
@@ -426,6 +429,102 @@ TEST(GemmPortable, BiasHasTheBitsOfTheRowsFilledThenAdded) {
       [](const SimdTarget&) { check_bias_shapes(&gemm_portable_with_bias, &gemm_portable); });
   detail::deny_gemm_portable_buffers_for_testing(true);  // each block by ref::gemm
   check_bias_shapes(&gemm_portable_with_bias, &gemm_portable);
+  detail::deny_gemm_portable_buffers_for_testing(false);
+}
+
+// The ReLU epilogues (gemm_with_bias_relu, gemm_gated): the bits of the product as
+// gemm_with_bias / gemm, then the ReLU kernels (activation_forward, activation_backward
+// with the gate as x), over the bias test's shapes (every way gemm_portable cuts the
+// work, several k slices: the ReLU and the gate act on the last one only), a padded ldg,
+// 1 and 2 threads, both backends, every target and the reference fallback; the
+// reference twins (ref::gemm_with_bias_relu / ref::gemm_gated) within rounding. C starts
+// as NaN; the gate has exact zeros, -0 and negatives (all close the gate).
+void check_relu_epilogues(BiasFn with_bias_relu, BiasFn with_bias, GatedFn gated, GemmFn plain,
+                          const GemmSpec& s, uint32_t seed) {
+  SCOPED_TRACE(describe(s));
+  const std::vector<float> a = random_floats(a_rows(s) * s.lda, seed);
+  const std::vector<float> b = random_floats(b_rows(s) * s.ldb, seed + 1);
+  const std::vector<float> bias = random_floats(s.n, seed + 2);
+  const int64_t ldg = s.n + 3;
+  std::vector<float> gate = random_floats(s.m * ldg, seed + 3);
+  for (size_t i = 0; i < gate.size(); i += 7) gate[i] = i % 2 ? 0.0f : -0.0f;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto expect_bits = [&](const std::vector<float>& got, const std::vector<float>& want) {
+    for (int64_t i = 0; i < s.m; ++i)
+      for (int64_t j = 0; j < s.n; ++j) {
+        const float x = got[size_t(i * s.ldc + j)], y = want[size_t(i * s.ldc + j)];
+        ASSERT_EQ(std::memcmp(&x, &y, sizeof x), 0)
+            << "C[" << i << ", " << j << "] " << x << " vs " << y;
+      }
+  };
+  auto expect_near = [&](const std::vector<float>& got, const std::vector<float>& want) {
+    for (int64_t i = 0; i < s.m; ++i)
+      for (int64_t j = 0; j < s.n; ++j)
+        ASSERT_NEAR(got[size_t(i * s.ldc + j)], want[size_t(i * s.ldc + j)],
+                    1e-4 * (1 + std::fabs(want[size_t(i * s.ldc + j)])))
+            << "C[" << i << ", " << j << "]";
+  };
+  {  // C = relu(alpha·AB + bias)
+    std::vector<float> got(size_t(s.m * s.ldc), nan), want(got.size(), nan);
+    with_bias_relu(s, a.data(), b.data(), bias.data(), got.data());
+    with_bias(s, a.data(), b.data(), bias.data(), want.data());
+    for (int64_t i = 0; i < s.m; ++i)
+      activation_forward(Activation::Relu, want.data() + i * s.ldc, want.data() + i * s.ldc, s.n);
+    expect_bits(got, want);
+    std::vector<float> twin(got.size(), nan);
+    ref::gemm_with_bias_relu(s, a.data(), b.data(), bias.data(), twin.data());
+    expect_near(got, twin);
+  }
+  {  // C = gate > 0 ? alpha·AB : 0
+    std::vector<float> got(size_t(s.m * s.ldc), nan), want(got.size(), nan);
+    gated(s, a.data(), b.data(), gate.data(), ldg, got.data());
+    GemmSpec zero_beta = s;
+    zero_beta.beta = 0.0;
+    plain(zero_beta, a.data(), b.data(), want.data());
+    for (int64_t i = 0; i < s.m; ++i) {
+      const float* g = gate.data() + i * ldg;
+      float* row = want.data() + i * s.ldc;
+      activation_backward(Activation::Relu, g, g, row, row, s.n);
+    }
+    expect_bits(got, want);
+    std::vector<float> twin(got.size(), nan);
+    ref::gemm_gated(s, a.data(), b.data(), gate.data(), ldg, twin.data());
+    expect_near(got, twin);
+  }
+}
+
+void check_relu_epilogue_shapes(BiasFn with_bias_relu, BiasFn with_bias, GatedFn gated,
+                                GemmFn plain) {
+  ThreadCountGuard guard;
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    SCOPED_TRACE(threads);
+    for (const bool tb : {false, true})
+      for (const GemmSpec& s :
+           {make_spec(7, 17, 65, false, tb), make_spec(3, 70, 40, false, tb),
+            make_spec(100, 70, 1100, false, tb), make_spec(600, 300, 200, false, tb, 1),
+            make_spec(40, 2080, 500, true, tb), make_spec(65, 64, 300, false, tb, 0, -0.5),
+            make_spec(9, 5, 0, false, tb)}) {
+        check_relu_epilogues(with_bias_relu, with_bias, gated, plain, s,
+                             seed_for(s.m + tb, s.n, s.k));
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+  }
+}
+
+TEST(Gemm, ReluEpiloguesHaveTheBitsOfTheProductThenTheRelu) {
+  for_each_gemm_backend([] {
+    check_relu_epilogue_shapes(&gemm_with_bias_relu, &gemm_with_bias, &gemm_gated, &gemm);
+  });
+}
+TEST(GemmPortable, ReluEpiloguesHaveTheBitsOfTheProductThenTheRelu) {
+  auto check = [] {
+    check_relu_epilogue_shapes(&gemm_portable_with_bias_relu, &gemm_portable_with_bias,
+                               &gemm_portable_gated, &gemm_portable);
+  };
+  for_each_simd_target([&](const SimdTarget&) { check(); });
+  detail::deny_gemm_portable_buffers_for_testing(true);  // each block by ref::gemm
+  check();
   detail::deny_gemm_portable_buffers_for_testing(false);
 }
 

@@ -103,6 +103,22 @@ inline void gemm_with_bias(const kernels::GemmSpec& s, const double* a, const do
                            const double* bias, double* c) {
   kernels::ref::gemm_with_bias(s, a, b, bias, c);
 }
+inline void gemm_with_bias_relu(const kernels::GemmSpec& s, const float* a, const float* b,
+                                const float* bias, float* c) {
+  kernels::gemm_with_bias_relu(s, a, b, bias, c);
+}
+inline void gemm_with_bias_relu(const kernels::GemmSpec& s, const double* a, const double* b,
+                                const double* bias, double* c) {
+  kernels::ref::gemm_with_bias_relu(s, a, b, bias, c);
+}
+inline void gemm_gated(const kernels::GemmSpec& s, const float* a, const float* b,
+                       const float* gate, int64_t ldg, float* c) {
+  kernels::gemm_gated(s, a, b, gate, ldg, c);
+}
+inline void gemm_gated(const kernels::GemmSpec& s, const double* a, const double* b,
+                       const double* gate, int64_t ldg, double* c) {
+  kernels::ref::gemm_gated(s, a, b, gate, ldg, c);
+}
 inline void gemm(const kernels::GemmSpec& s, const float* a, const float* b, float* c) {
   kernels::gemm(s, a, b, c);
 }

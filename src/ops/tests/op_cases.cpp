@@ -144,6 +144,13 @@ std::vector<OpCase> build_cases() {
   cases.push_back({"linear", {{{37, 19}}, {{23, 19}}, {{23}}}, [](const Views& in) {
                      return Outputs{ops::linear(in[0], in[1], in[2])};
                    }});
+  cases.push_back({"linear_relu", {{{37, 19}}, {{23, 19}}, {{23}}}, [](const Views& in) {
+                     return Outputs{ops::linear_relu(in[0], in[1], in[2])};
+                   }});
+  cases.push_back(
+      {"linear_backward_through_relu", {{{37, 23}}, {{23, 19}}, {{37, 19}}}, [](const Views& in) {
+         return Outputs{ops::linear_backward_through_relu(in[0], in[1], ops::relu(in[2]))};
+       }});
   cases.push_back({"add_bias", {{{2, 3, 5}}, {{5}}, {{2, 3, 5}}}, [](const Views& in) {
                      const ops::BiasGrads g = ops::add_bias_backward(in[2]);
                      return Outputs{ops::add_bias(in[0], in[1]), g.dx, g.dbias};

@@ -2,6 +2,7 @@
 #include <limits>
 
 #include "qkv/kernels/gemm.h"
+#include "qkv/ops/activation.h"
 #include "qkv/ops/additive_scores.h"
 #include "qkv/ops/broadcast.h"
 #include "qkv/ops/cross_entropy.h"
@@ -119,6 +120,56 @@ TEST(OpsBehaviour, LinearBackwardIntoGivesMatmulsAndBiasGradientsBits) {
       }
   }
   kernels::set_gemm_backend(kernels::GemmBackend::Auto);
+}
+
+// linear_relu and linear_backward_through_relu: the bits of the ops they fuse (the
+// ReLU applied after linear; ReLU's backward after dy · w, with the ReLU's output as x),
+// on both GEMM backends, float and double, at a shape with several row blocks and one
+// small enough for B in place; relu_output's zeros close the gate.
+TEST(OpsBehaviour, LinearReluAndItsBackwardGiveTheComposedOpsBits) {
+  for (const kernels::GemmBackend backend :
+       {kernels::GemmBackend::Portable, kernels::GemmBackend::OpenBlas}) {
+    kernels::set_gemm_backend(backend);
+    for (DType dt : {DType::F64, DType::F32})
+      for (const Shape& xs : {Shape{3, 5}, Shape{700, 40}}) {
+        SCOPED_TRACE(kernels::gemm_backend_description() + " " + describe(Tensor::empty(xs, dt)));
+        const int64_t hidden = xs[0] > 10 ? 96 : 7, out = 11;
+        const Tensor x = random_tensor(xs, dt, 1), w1 = random_tensor({hidden, xs[1]}, dt, 2),
+                     b1 = random_tensor({hidden}, dt, 3), w2 = random_tensor({out, hidden}, dt, 4),
+                     dy = random_tensor({xs[0], out}, dt, 5);
+        const Tensor h = ops::linear_relu(x, w1, b1);
+        EXPECT_TRUE(bitwise_equal(h, ops::relu(ops::linear(x, w1, b1))));
+        const Tensor want =
+            ops::activation_backward(ops::Activation::Relu, ops::matmul(dy, w2), h, h);
+        EXPECT_TRUE(bitwise_equal(ops::linear_backward_through_relu(dy, w2, h), want));
+      }
+  }
+  kernels::set_gemm_backend(kernels::GemmBackend::Auto);
+}
+
+TEST(OpsBehaviour, LinearReluBackwardRejectsOperandsThatDoNotFit) {
+  const Tensor dy = random_tensor({4, 3}, DType::F32, 1), w = random_tensor({3, 5}, DType::F32, 2),
+               h = random_tensor({4, 5}, DType::F32, 3);
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [&] {
+        ops::linear_backward_through_relu(dy, random_tensor({2, 5}, DType::F32, 4), h);
+      },
+      {"linear_backward_through_relu", "[4, 3]", "[2, 5]"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [&] {
+        ops::linear_backward_through_relu(dy, w, random_tensor({4, 6}, DType::F32, 4));
+      },
+      {"relu_output", "[4, 6]"}));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] {
+        ops::linear_backward_through_relu(dy, w, random_tensor({4, 5}, DType::F64, 4));
+      },
+      {"linear_backward_through_relu"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [&] {
+        ops::linear_relu(h, w, random_tensor({5}, DType::F32, 6));  // bias must be [3]
+      },
+      {"linear_relu", "bias", "[N = 3]"}));
 }
 
 TEST(OpsBehaviour, MatmulBackwardIntoRejectsTargetsThatDoNotFit) {

@@ -37,6 +37,16 @@ Variable mul(const Variable& a, const Variable& b);
 Variable linear(const Variable& x, const Variable& w, const Variable& bias);
 Variable stacked_linear(const Variable& x, const std::vector<Variable>& weights,
                         const std::vector<Variable>& biases = {});
+// The position-wise feed-forward block with a ReLU as one op: x [M, K], w1 [H, K], b1 [H],
+// w2 [N, H], b2 [N] -> relu(x w1ᵀ + b1) w2ᵀ + b2 [M, N]. The ReLU is done where the first
+// layer's GEMM writes its results (ops::linear_relu), its backward where the GEMM that
+// makes the hidden gradient writes (ops::linear_backward_through_relu); only the ReLU's
+// output [M, H] is kept for backward, not the pre-activation as well. The bits of
+// linear(relu(linear(x, w1, b1)), w2, b2) in the value and every gradient. Without a
+// backward to run (grad mode off, or no input requiring a gradient) it is that
+// composition (decoding's packed weights apply). Errors as linear's.
+Variable feed_forward_relu(const Variable& x, const Variable& w1, const Variable& b1,
+                           const Variable& w2, const Variable& b2);
 // x [...] -> s · x.
 Variable scale(const Variable& x, double s);
 // x [..., C], bias [C] -> x + bias.

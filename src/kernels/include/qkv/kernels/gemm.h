@@ -73,6 +73,25 @@ void gemm_with_bias(const GemmSpec& spec, const float* a, const float* b, const 
 void gemm_portable_with_bias(const GemmSpec& spec, const float* a, const float* b,
                              const float* bias, float* c) noexcept;
 
+// The two halves of a feed-forward block's ReLU, done by the GEMMs around it (ops'
+// linear_relu and linear_backward_through_relu; each was a pass over [tokens, hidden] of
+// its own, 1.6 % of a Transformer update):
+//   gemm_with_bias_relu  C = relu(alpha · op(A) · op(B) + bias), relu(x) = x > 0 ? x : 0;
+//   gemm_gated           C = gate > 0 ? alpha · op(A) · op(B) : 0, gate [m, n] with rows ldg
+//                        apart (the ReLU's backward, gate = the ReLU's output).
+// spec.beta is not read (C is only written). gemm_portable applies them where its
+// micro-kernel writes the last slice of k's results; the OpenBLAS backend runs the
+// product, then ReLU's own kernel. The bits of ref::gemm_with_bias_relu / ref::gemm_gated's
+// order on either backend: the product as gemm_with_bias / gemm, then the ReLU.
+void gemm_with_bias_relu(const GemmSpec& spec, const float* a, const float* b, const float* bias,
+                         float* c) noexcept;
+void gemm_portable_with_bias_relu(const GemmSpec& spec, const float* a, const float* b,
+                                  const float* bias, float* c) noexcept;
+void gemm_gated(const GemmSpec& spec, const float* a, const float* b, const float* gate,
+                int64_t ldg, float* c) noexcept;
+void gemm_portable_gated(const GemmSpec& spec, const float* a, const float* b, const float* gate,
+                         int64_t ldg, float* c) noexcept;
+
 // `batch` independent products; matrix i of A starts at a + i·stride_a, etc.
 void gemm_batched(const GemmSpec& spec, const BatchStrides& strides, const float* a, const float* b,
                   float* c) noexcept;

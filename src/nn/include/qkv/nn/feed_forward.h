@@ -24,7 +24,8 @@ class FeedForward {
   FeedForward(ParameterStore& store, const std::string& prefix, int64_t dim, int64_t hidden,
               const FeedForwardOptions& options = {});
 
-  // x [..., dim] -> [..., dim].
+  // x [..., dim] -> [..., dim]. With ReLU and no dropout acting (eval mode, or p = 0) as
+  // one op, autograd::feed_forward_relu (the same bits as the layers one by one).
   autograd::Variable forward(const autograd::Variable& x);
 
   void set_training(bool training) noexcept { dropout_.set_training(training); }
@@ -32,6 +33,7 @@ class FeedForward {
   const Linear& linear2() const noexcept { return linear2_; }
 
  private:
+  std::string name_;
   Linear linear1_, linear2_;
   Dropout dropout_;
   FeedForwardActivation activation_;

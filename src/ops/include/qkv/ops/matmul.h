@@ -26,6 +26,20 @@ Tensor matmul(const TensorView& a, const TensorView& b, const MatmulOptions& opt
 // is added first). Errors as matmul's; ShapeError when bias is not [N].
 Tensor linear(const TensorView& x, const TensorView& w, const TensorView& bias);
 
+// relu(x · wᵀ + bias), relu(v) = v > 0 ? v : 0: a feed-forward block's first layer with
+// its activation done where the product writes its results (kernels::gemm_with_bias_relu),
+// so the pre-activation is never stored. The bits of ops::relu(linear(x, w, bias)); shapes
+// and errors as linear's (errors name linear_relu).
+Tensor linear_relu(const TensorView& x, const TensorView& w, const TensorView& bias);
+
+// The input gradient of a linear layer whose input came out of a ReLU, through that ReLU:
+// given dy [M, N], w [N, K] and h = relu(pre) [M, K] (the layer's input), returns
+// d pre = (dy · w) ⊙ [h > 0] [M, K], the gate applied where the product writes
+// (kernels::gemm_gated). The bits of ops::activation_backward(Relu, dy · w, h, h).
+// Throws ShapeError naming the operands when they do not fit, ValueError for mixed dtypes.
+Tensor linear_backward_through_relu(const TensorView& dy, const TensorView& w,
+                                    const TensorView& relu_output);
+
 struct MatmulGrads {
   Tensor da;  // shaped like a
   Tensor db;  // shaped like b

@@ -53,6 +53,31 @@ void gemm_with_bias(const GemmSpec& s, const T* a, const T* b, const T* bias, T*
   gemm(added, a, b, c);
 }
 
+// C = relu(alpha · op(A) · op(B) + bias): gemm_with_bias, then x > 0 ? x : 0 (-0 and NaN
+// become +0, as the ReLU kernel).
+template <class T>
+void gemm_with_bias_relu(const GemmSpec& s, const T* a, const T* b, const T* bias, T* c) noexcept {
+  gemm_with_bias(s, a, b, bias, c);
+  for (int64_t i = 0; i < s.m; ++i)
+    for (int64_t j = 0; j < s.n; ++j) {
+      T& x = c[i * s.ldc + j];
+      x = x > T(0) ? x : T(0);
+    }
+}
+
+// C = gate > 0 ? alpha · op(A) · op(B) : 0, gate [m, n] with rows ldg apart (s.beta is not
+// read): ReLU's backward through the product, gate = the ReLU's output (or its input).
+template <class T>
+void gemm_gated(const GemmSpec& s, const T* a, const T* b, const T* gate, int64_t ldg,
+                T* c) noexcept {
+  GemmSpec plain = s;
+  plain.beta = 0.0;
+  gemm(plain, a, b, c);
+  for (int64_t i = 0; i < s.m; ++i)
+    for (int64_t j = 0; j < s.n; ++j)
+      if (!(gate[i * ldg + j] > T(0))) c[i * s.ldc + j] = T(0);
+}
+
 // Compiled once, in the kernels library (gemm.cpp), for float and double: every caller
 // runs the library's optimised copy. Without this each file that calls gemm<T> would
 // compile its own, and the linker keeps any one of them: in the ci preset a test file's
