@@ -213,16 +213,9 @@ HWY_INLINE void TileProductRunWith(const detail::TileProduct& p) {
   const int64_t tail_rows = p.m % MR;
   const bool wide_tail =
       tp::kWideTailRows > 0 && tail_rows > 0 && tail_rows <= tp::kWideTailRows && p.n >= 4 * lanes;
-  detail::TileProduct body = p, tail = p;  // rows [0, m − tail_rows), the rest
-  if (wide_tail) {
-    body.m -= tail_rows;
-    tail.m = tail_rows;
-    tail.a += body.m * p.ars;
-    tail.c += body.m * p.ldc;
-    if (tail.gate != nullptr) tail.gate += body.m * p.ldg;
-  }
+  const int64_t body_rows = wide_tail ? p.m - tail_rows : p.m;
   // Spread the prefetch lines evenly over the blocks.
-  int64_t blocks = (body.m + MR - 1) / MR * tp::ColumnBlocks<NV>(p.n, lanes);
+  int64_t blocks = (body_rows + MR - 1) / MR * tp::ColumnBlocks<NV>(p.n, lanes);
   if (wide_tail) blocks += tp::ColumnBlocks<4>(p.n, lanes);
   // A row's lines from its start: one more when the rows do not all start on a line
   // (64 bytes), so the line its last float lies on is fetched too.
@@ -235,14 +228,25 @@ HWY_INLINE void TileProductRunWith(const detail::TileProduct& p) {
   const int64_t lines = per_row * (per_row > 0 ? p.prefetch_rows : 0);
   tp::PrefetchCursor pf{p.prefetch,    0,     per_row,
                         p.prefetch_ld, lines, (lines + blocks - 1) / blocks};
-  if (body.m > 0) tp::ColumnSweep<MR, NV>(body, 0, lanes, pf);
+  if (!wide_tail) {
+    // p itself, not a copy: the copies of this struct, made for every call that a GEMM's
+    // RowBlock issues per panel, stalled on forwarding its just-stored fields (~1 % of a
+    // Transformer update, perf annotate).
+    tp::ColumnSweep<MR, NV>(p, 0, lanes, pf);
+    return;
+  }
   if constexpr (tp::kWideTailRows > 0) {
-    if (wide_tail) {
-      int64_t col = 0;
-      for (; col + 4 * lanes <= p.n; col += 4 * lanes)
-        tp::RowTail<4, false, tp::kWideTailRows>(tail, 0, col, 0, pf);
-      tp::ColumnSweep<MR, NV>(tail, col, lanes, pf);
-    }
+    detail::TileProduct body = p, tail = p;  // rows [0, m − tail_rows), the rest
+    body.m = body_rows;
+    tail.m = tail_rows;
+    tail.a += body_rows * p.ars;
+    tail.c += body_rows * p.ldc;
+    if (tail.gate != nullptr) tail.gate += body_rows * p.ldg;
+    if (body.m > 0) tp::ColumnSweep<MR, NV>(body, 0, lanes, pf);
+    int64_t col = 0;
+    for (; col + 4 * lanes <= p.n; col += 4 * lanes)
+      tp::RowTail<4, false, tp::kWideTailRows>(tail, 0, col, 0, pf);
+    tp::ColumnSweep<MR, NV>(tail, col, lanes, pf);
   }
 }
 
