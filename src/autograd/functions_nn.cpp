@@ -27,6 +27,7 @@ const OpRegistration kEmbedding("embedding");
 const OpRegistration kCrossEntropy("cross_entropy");
 const OpRegistration kLinearCrossEntropy("linear_cross_entropy");
 const OpRegistration kDropout("dropout");
+const OpRegistration kDropoutAdd("dropout_add");
 const OpRegistration kScaledDotAttention("scaled_dot_attention");
 const OpRegistration kScaledDotAttentionRows("scaled_dot_attention_rows");
 const OpRegistration kAdditiveScores("additive_scores");
@@ -162,6 +163,18 @@ Variable dropout(const Variable& x, const ops::DropoutOptions& options) {
   Tensor y = ops::dropout(x.value(), options, *mask);
   return detail::record(kDropout, std::move(y), {x}, [x, mask](const Tensor& dy) {
     accumulate(x, ops::dropout_backward_recorded(dy, *mask));
+  });
+}
+
+Variable dropout_add(const Variable& residual, const Variable& x,
+                     const ops::DropoutOptions& options) {
+  if (!grad_mode_enabled() || !(residual.requires_grad() || x.requires_grad()))
+    return add(residual, dropout(x, options));
+  auto mask = std::make_shared<ops::DropoutMask>();
+  Tensor y = ops::dropout_add(residual.value(), x.value(), options, *mask);
+  return detail::record(kDropoutAdd, std::move(y), {residual, x}, [residual, x, mask](Tensor&& dy) {
+    accumulate(x, ops::dropout_backward_recorded(dy, *mask));
+    accumulate(residual, std::move(dy));
   });
 }
 

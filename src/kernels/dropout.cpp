@@ -80,19 +80,21 @@ HWY_INLINE void PutBits(uint8_t* keep, int64_t e, uint64_t bits, int count) {
 // One-lane target: no 64-bit lanes to split into 32-bit words; per-element reference.
 template <bool kRecord>
 void DropoutRange(const float* x, float* y, int64_t lo, int64_t hi, const DropoutSpec& spec,
-                  uint8_t* keep_bits) {
+                  uint8_t* keep_bits, const float* residual) {
   const auto scale = static_cast<float>(1.0 / (1.0 - spec.p));
   for (int64_t i = lo; i < hi; ++i) {
     const bool keep = double(spec.rng.uniform(spec.offset + uint64_t(i))) >= spec.p;
-    y[i] = keep ? x[i] * scale : 0.0f;
+    const float dropped = keep ? x[i] * scale : 0.0f;
+    y[i] = residual ? residual[i] + dropped : dropped;
     if constexpr (kRecord) PutBits(keep_bits, i, keep, 1);
   }
 }
 #else
-// y[i] = keep(i) ? x[i]·scale : 0 for i in [lo, hi); kRecord: keep(i) also into keep_bits.
+// y[i] = keep(i) ? x[i]·scale : 0 for i in [lo, hi), plus residual[i] when residual is
+// not null; kRecord: keep(i) also into keep_bits.
 template <bool kRecord>
 void DropoutRange(const float* x, float* y, int64_t lo, int64_t hi, const DropoutSpec& spec,
-                  uint8_t* keep_bits) {
+                  uint8_t* keep_bits, const float* residual) {
   const DU64 d64;
   const DU32 d32;
   const DI32 di;
@@ -101,7 +103,8 @@ void DropoutRange(const float* x, float* y, int64_t lo, int64_t hi, const Dropou
   const auto threshold = static_cast<int32_t>(std::ceil(spec.p * 0x1.0p24));
   auto scalar = [&](int64_t i) {
     const bool keep = double(spec.rng.uniform(spec.offset + uint64_t(i))) >= spec.p;
-    y[i] = keep ? x[i] * scale : 0.0f;
+    const float dropped = keep ? x[i] * scale : 0.0f;
+    y[i] = residual ? residual[i] + dropped : dropped;
     if constexpr (kRecord) PutBits(keep_bits, i, keep, 1);
   };
   int64_t i = lo;
@@ -136,7 +139,9 @@ void DropoutRange(const float* x, float* y, int64_t lo, int64_t hi, const Dropou
       const auto r24 = hn::BitCast(di, hn::ShiftRight<8>(bits[half]));
       const auto keep = hn::RebindMask(df, r24 > vthreshold_m1);
       const int64_t e = i + half * n32;
-      hn::StoreU(hn::IfThenElseZero(keep, hn::Mul(hn::LoadU(df, x + e), vscale)), df, y + e);
+      auto out = hn::IfThenElseZero(keep, hn::Mul(hn::LoadU(df, x + e), vscale));
+      if (residual) out = hn::Add(hn::LoadU(df, residual + e), out);
+      hn::StoreU(out, df, y + e);
       if constexpr (kRecord) {
         if (n32 % 8 == 0 && e % 8 == 0) {  // whole bytes (training's offsets): stored as is
           hn::StoreMaskBits(df, keep, keep_bits + e / 8);
@@ -155,13 +160,14 @@ void DropoutRange(const float* x, float* y, int64_t lo, int64_t hi, const Dropou
 #endif  // HWY_TARGET == HWY_SCALAR
 
 // keep_bits: nullptr, or (zeroed) the mask bits to record. Chunks of kGrain elements (a
-// multiple of 8) record into disjoint bytes.
-void DropoutImpl(const float* x, float* y, int64_t n, const DropoutSpec& spec, uint8_t* keep_bits) {
+// multiple of 8) record into disjoint bytes. residual: nullptr, or added to every result.
+void DropoutImpl(const float* x, float* y, int64_t n, const DropoutSpec& spec, uint8_t* keep_bits,
+                 const float* residual) {
   auto range = [&](int64_t lo, int64_t hi) {
     if (keep_bits)
-      DropoutRange<true>(x, y, lo, hi, spec, keep_bits);
+      DropoutRange<true>(x, y, lo, hi, spec, keep_bits, residual);
     else
-      DropoutRange<false>(x, y, lo, hi, spec, nullptr);
+      DropoutRange<false>(x, y, lo, hi, spec, nullptr, residual);
   };
   if (n <= kGrain) return range(0, n);
   parallel_for(0, n, kGrain, range);
@@ -201,14 +207,21 @@ HWY_EXPORT(DropoutKeptImpl);
 
 void dropout_forward(const float* x, float* y, int64_t n, const DropoutSpec& spec) noexcept {
   if (n <= 0) return;
-  HWY_DYNAMIC_DISPATCH(DropoutImpl)(x, y, n, spec, nullptr);
+  HWY_DYNAMIC_DISPATCH(DropoutImpl)(x, y, n, spec, nullptr, nullptr);
 }
 
 void dropout_forward_keep(const float* x, float* y, int64_t n, const DropoutSpec& spec,
                           uint8_t* keep) noexcept {
   if (n <= 0) return;
   std::fill(keep, keep + ref::dropout_keep_bytes(n), uint8_t{0});
-  HWY_DYNAMIC_DISPATCH(DropoutImpl)(x, y, n, spec, keep);
+  HWY_DYNAMIC_DISPATCH(DropoutImpl)(x, y, n, spec, keep, nullptr);
+}
+
+void dropout_add_forward_keep(const float* residual, const float* x, float* y, int64_t n,
+                              const DropoutSpec& spec, uint8_t* keep) noexcept {
+  if (n <= 0) return;
+  std::fill(keep, keep + ref::dropout_keep_bytes(n), uint8_t{0});
+  HWY_DYNAMIC_DISPATCH(DropoutImpl)(x, y, n, spec, keep, residual);
 }
 
 void dropout_backward_keep(const float* dy, float* dx, int64_t n, double p,
@@ -220,7 +233,7 @@ void dropout_backward_keep(const float* dy, float* dx, int64_t n, double p,
 void dropout_backward(const float* dy, float* dx, int64_t n, const DropoutSpec& spec) noexcept {
   // d(x·m·s)/dx = m·s: the same mask and scale applied to dy.
   if (n <= 0) return;
-  HWY_DYNAMIC_DISPATCH(DropoutImpl)(dy, dx, n, spec, nullptr);
+  HWY_DYNAMIC_DISPATCH(DropoutImpl)(dy, dx, n, spec, nullptr, nullptr);
 }
 
 }  // namespace qkv::kernels

@@ -23,4 +23,12 @@ autograd::Variable Dropout::forward(const autograd::Variable& x) {
   return autograd::dropout(x, options);
 }
 
+autograd::Variable Dropout::add_to(const autograd::Variable& residual,
+                                   const autograd::Variable& x) {
+  if (!training_ || p_ == 0.0) return autograd::add(residual, x);
+  const ops::DropoutOptions options{p_, seed_, stream_, *offset_};
+  *offset_ += uint64_t(x.value().numel());
+  return autograd::dropout_add(residual, x, options);
+}
+
 }  // namespace qkv::nn

@@ -53,6 +53,28 @@ Tensor dropout(const TensorView& x, const DropoutOptions& options, DropoutMask& 
   return y;
 }
 
+Tensor dropout_add(const TensorView& residual, const TensorView& x, const DropoutOptions& options,
+                   DropoutMask& mask) {
+  const kernels::DropoutSpec spec = checked_spec("dropout_add", options);
+  detail::check_same_dtype("dropout_add", residual, x);
+  QKV_CHECK(residual.shape() == x.shape(), ShapeError, "dropout_add: residual ", describe(residual),
+            " and x ", describe(x), " differ in shape");
+  const detail::ContiguousInput cr(residual), cx(x);
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  mask.numel = x.numel();
+  mask.p = options.p;
+  mask.keep.resize(size_t(kernels::ref::dropout_keep_bytes(mask.numel)));
+  detail::visit_dtype(x.dtype(), [&]<class T>() {
+    if constexpr (std::is_same_v<T, float>)
+      kernels::dropout_add_forward_keep(cr.data<T>(), cx.data<T>(), y.data<T>(), mask.numel, spec,
+                                        mask.keep.data());
+    else
+      kernels::ref::dropout_add_forward_keep(cr.data<T>(), cx.data<T>(), y.data<T>(), mask.numel,
+                                             spec, mask.keep.data());
+  });
+  return y;
+}
+
 Tensor dropout_backward_recorded(const TensorView& dy, const DropoutMask& mask) {
   QKV_CHECK(dy.numel() == mask.numel &&
                 int64_t(mask.keep.size()) == kernels::ref::dropout_keep_bytes(mask.numel),

@@ -329,6 +329,14 @@ std::map<std::string, std::vector<GradCase>> build_table() {
                   unary("[7] p=0", {7}, [](const Variable& x) {
                     return dropout(x, {0.0, 1, 2, 3});
                   })};
+  t["dropout_add"] = {binary("[4, 5] + dropout p=0.3", {4, 5}, {4, 5},
+                             [](const Variable& r, const Variable& x) {
+                               return dropout_add(r, x, {0.3, 1, 2, 3});
+                             }),
+                      binary("[2, 3, 7] + dropout p=0", {2, 3, 7}, {2, 3, 7},
+                             [](const Variable& r, const Variable& x) {
+                               return dropout_add(r, x, {0.0, 1, 2, 3});
+                             })};
   t["transpose"] = {
       unary("[3, 4, 5] (0, 2)", {3, 4, 5}, [](const Variable& x) { return transpose(x, 0, 2); }),
       unary("[3, 5] (-1, -2)", {3, 5}, [](const Variable& x) { return transpose(x, -1, -2); })};

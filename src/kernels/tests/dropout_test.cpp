@@ -9,6 +9,7 @@
 
 #include "kernel_test_util.h"
 #include "qkv/base/thread_pool.h"
+#include "qkv/kernels/elementwise.h"
 
 namespace qkv::kernels {
 namespace {
@@ -81,6 +82,41 @@ TEST(Dropout, RecordedMaskMatchesTheDrawnOne) {
             dropout_backward(dy.data(), want_dx.data(), n, s);
             ASSERT_TRUE(bitwise_equal(dx, want_dx));
           }
+    }
+  });
+  set_num_threads(before);
+}
+
+// dropout_add_forward_keep: the bits of dropout_forward_keep and then add (values and the
+// recorded mask), and of its reference twin in float; y written over the residual too.
+TEST(Dropout, AddedToAResidualHasTheBitsOfDropoutThenAdd) {
+  const int before = num_threads();
+  for_each_simd_target([](const SimdTarget&) {
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{33}, int64_t{16384 + 5}, int64_t{50001}})
+        for (uint64_t offset : {uint64_t{0}, uint64_t{3}, uint64_t{13}}) {
+          SCOPED_TRACE(::testing::Message()
+                       << "n " << n << " offset " << offset << " threads " << threads);
+          const DropoutSpec s = make_spec(0.3, 0x1234567890ABCDEFull, 77, offset);
+          const std::vector<float> x = random_floats(n, seed_for(n, int64_t(offset)));
+          const std::vector<float> r = random_floats(n, seed_for(n, 9));
+          const auto bytes = size_t(ref::dropout_keep_bytes(n));
+          const auto count = static_cast<size_t>(n);
+          std::vector<float> y(count), want(count), twin(count);
+          std::vector<uint8_t> keep(bytes, 0xA5), want_keep(bytes), twin_keep(bytes, 0x5A);
+          dropout_add_forward_keep(r.data(), x.data(), y.data(), n, s, keep.data());
+          dropout_forward_keep(x.data(), want.data(), n, s, want_keep.data());
+          add(r.data(), want.data(), want.data(), n);
+          EXPECT_TRUE(bitwise_equal(y, want));
+          EXPECT_EQ(keep, want_keep);
+          ref::dropout_add_forward_keep(r.data(), x.data(), twin.data(), n, s, twin_keep.data());
+          EXPECT_TRUE(bitwise_equal(y, twin));
+          EXPECT_EQ(keep, twin_keep);
+          std::vector<float> in_place = r;  // y aliasing the residual
+          dropout_add_forward_keep(in_place.data(), x.data(), in_place.data(), n, s, keep.data());
+          ASSERT_TRUE(bitwise_equal(in_place, want));
+        }
     }
   });
   set_num_threads(before);

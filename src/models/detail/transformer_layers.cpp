@@ -8,9 +8,10 @@
 namespace qkv::models::detail {
 namespace {
 
-// x + dropout(sublayer output): the residual connection of every sub-layer.
+// x + dropout(sublayer output): the residual connection of every sub-layer, one op
+// (nn::Dropout::add_to).
 Variable residual(const Variable& x, const Variable& y, nn::Dropout& dropout) {
-  return autograd::add(x, dropout.forward(y));
+  return dropout.add_to(x, y);
 }
 
 // lengths [B] (or empty: every key) -> the key-padding mask of every head.

@@ -1,6 +1,7 @@
 // Each layer's output shape and values against a float64 loop written out here, and its
 // errors for bad input.
 #include <cmath>
+#include <vector>
 
 #include "qkv/autograd/functions.h"
 #include "qkv/nn/dropout.h"
@@ -9,6 +10,7 @@
 #include "qkv/nn/layer_norm.h"
 #include "qkv/nn/linear.h"
 #include "qkv/nn/positions.h"
+#include "qkv/ops/elementwise.h"
 #include "qkv/testing/tensors.h"
 
 namespace qkv::nn {
@@ -140,6 +142,31 @@ TEST(Dropout, TrainingMasksAreSeededAndAdvanceEvalIsIdentity) {
   EXPECT_TRUE(none.forward(x).same_as(x));
   EXPECT_TRUE(
       throws_with<ConfigError>([&] { Dropout(store, "bad", 1.0); }, {"Dropout bad", "p 1"}));
+}
+
+// add_to (one op, autograd::dropout_add) is the residual + forward(x) it replaces: the
+// same value and gradients bit for bit, the same offset advance; in eval mode a plain add.
+TEST(Dropout, AddToHasTheBitsOfAddingForward) {
+  ParameterStore store(4);
+  Dropout fused(store, "dec.dropout", 0.3), composed(store, "dec.dropout", 0.3);
+  const Tensor r0 = random_tensor({3, 700}, DType::F32, 1),
+               x0 = random_tensor({3, 700}, DType::F32, 2);
+  const Tensor w = random_tensor({3, 700}, DType::F32, 3);
+  std::vector<Tensor> grads;
+  for (int run = 0; run < 2; ++run) {
+    const Variable r(r0, true), x(x0, true);
+    const Variable y = run == 0 ? fused.add_to(r, x) : autograd::add(r, composed.forward(x));
+    autograd::backward(autograd::sum(autograd::mul(y, Variable(w))));
+    grads.insert(grads.end(), {y.value(), r.grad(), x.grad()});
+  }
+  for (int i = 0; i < 3; ++i)
+    EXPECT_TRUE(bitwise_equal(grads[size_t(i)], grads[size_t(i + 3)])) << i;
+  EXPECT_EQ(fused.offset(), composed.offset());
+  EXPECT_EQ(fused.offset(), 2100u);
+  fused.set_training(false);
+  const Variable r(r0), x(x0);
+  EXPECT_TRUE(bitwise_equal(fused.add_to(r, x).value(), ops::add(r0, x0)));
+  EXPECT_EQ(fused.offset(), 2100u);
 }
 
 TEST(SinusoidalPositions, TableFollowsVaswaniAndAddsPerPosition) {

@@ -300,6 +300,25 @@ TEST(OpsBehaviour, DropoutRecordedMaskGivesTheRegeneratedBackward) {
   }
 }
 
+// dropout_add: add(residual, dropout(x)) in one pass, the same mask recorded; F32 and F64;
+// residual and x must agree.
+TEST(OpsBehaviour, DropoutAddIsTheResidualPlusTheDroppedValues) {
+  for (const DType dtype : {DType::F32, DType::F64}) {
+    const Tensor r = random_tensor({37, 29}, dtype, 5), x = random_tensor({37, 29}, dtype, 6);
+    const ops::DropoutOptions o{0.3, 11, 2, 5};
+    ops::DropoutMask fused_mask, mask;
+    const Tensor y = ops::dropout_add(r, x, o, fused_mask);
+    EXPECT_TRUE(bitwise_equal(y, ops::add(r, ops::dropout(x, o, mask))));
+    EXPECT_EQ(fused_mask.keep, mask.keep);
+    EXPECT_EQ(fused_mask.numel, mask.numel);
+    EXPECT_TRUE(throws_with<ShapeError>(
+        [&] {
+          ops::dropout_add(random_tensor({29, 37}, dtype, 7), x, o, mask);
+        },
+        {"dropout_add", "[29, 37]", "[37, 29]"}));
+  }
+}
+
 TEST(OpsBehaviour, FullyMaskedSoftmaxRowIsZeroNotNaN) {
   const Tensor x = random_tensor({2, 3}, DType::F32, 5);
   const std::vector<int64_t> lengths{0, 2};

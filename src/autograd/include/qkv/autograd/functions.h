@@ -93,6 +93,13 @@ Variable linear_cross_entropy(const Variable& hidden, const Variable& weight, co
                               int64_t chunk_rows = 0);
 // x [...] -> [...] with inverted dropout (mask regenerated in backward from the options).
 Variable dropout(const Variable& x, const ops::DropoutOptions& options);
+// residual + dropout(x) as one op (a residual connection, ops::dropout_add): the dropped
+// values are never stored, and backward hands dy to the residual as is (adopted, not
+// copied, when it is the residual's first gradient). The bits of add(residual,
+// dropout(x, options)) in the value and both gradients; that composition without a
+// backward to run.
+Variable dropout_add(const Variable& residual, const Variable& x,
+                     const ops::DropoutOptions& options);
 // Fused attention softmax(scale · q kᵀ, masked) v (see ops::flash_attention for shapes,
 // masks and errors): q [B, H, Tq, D] or [B, Tq, D], k [.., Tk, D], v [.., Tk, Dv] ->
 // [.., Tq, Dv]. Saves out and lse, and when backward will run (grad mode, an input that

@@ -24,5 +24,10 @@ void dropout_forward_keep(const float* x, float* y, int64_t n, const DropoutSpec
                           uint8_t* keep) noexcept;
 void dropout_backward_keep(const float* dy, float* dx, int64_t n, double p,
                            const uint8_t* keep) noexcept;
+// y = residual + dropout_forward_keep(x) in one pass (a residual connection's dropout and
+// add; the dropped values never stored): the bits of the two (the sum rounds once either
+// way). y may alias residual or x.
+void dropout_add_forward_keep(const float* residual, const float* x, float* y, int64_t n,
+                              const DropoutSpec& spec, uint8_t* keep) noexcept;
 
 }  // namespace qkv::kernels

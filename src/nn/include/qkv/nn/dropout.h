@@ -22,6 +22,9 @@ class Dropout {
   // x [...] -> [...]: x ⊙ mask / (1 − p) in training mode; x itself in eval mode or
   // when p = 0 (then nothing is recorded and the offset stays).
   autograd::Variable forward(const autograd::Variable& x);
+  // residual + forward(x) (a residual connection), as one op in training mode
+  // (autograd::dropout_add): the same masks, offsets and bits.
+  autograd::Variable add_to(const autograd::Variable& residual, const autograd::Variable& x);
 
   void set_training(bool training) noexcept { training_ = training; }
   bool training() const noexcept { return training_; }

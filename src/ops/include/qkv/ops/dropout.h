@@ -33,6 +33,12 @@ struct DropoutMask {
 };
 // dropout() that also records its mask into `mask`.
 Tensor dropout(const TensorView& x, const DropoutOptions& options, DropoutMask& mask);
+// residual + dropout(x), the mask recorded into `mask`, in one pass (a residual
+// connection: the dropped values are never stored): the bits of add(residual,
+// dropout(x, options, mask)). residual and x the same shape (else ShapeError) and dtype.
+// Its backward: dy to the residual as is, dropout_backward_recorded(dy, mask) to x.
+Tensor dropout_add(const TensorView& residual, const TensorView& x, const DropoutOptions& options,
+                   DropoutMask& mask);
 // dx = dy ⊙ mask / (1 − p) from the recorded mask: the same values as dropout_backward
 // with forward's options. ShapeError unless dy has the mask's element count.
 Tensor dropout_backward_recorded(const TensorView& dy, const DropoutMask& mask);
