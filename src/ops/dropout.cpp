@@ -1,5 +1,7 @@
 #include "qkv/ops/dropout.h"
 
+#include <optional>
+#include <string_view>
 #include <type_traits>
 
 #include "detail/checks.h"
@@ -36,43 +38,53 @@ Tensor dropout_backward(const TensorView& dy, const DropoutOptions& options) {
   return dx;
 }
 
-Tensor dropout(const TensorView& x, const DropoutOptions& options, DropoutMask& mask) {
-  const kernels::DropoutSpec spec = checked_spec("dropout", options);
+namespace {
+// dropout(x) with its mask recorded into `mask`, plus the residual when there is one (op
+// names the caller: dropout or dropout_add).
+Tensor recorded_dropout(std::string_view op, const TensorView* residual, const TensorView& x,
+                        const DropoutOptions& options, DropoutMask& mask) {
+  const kernels::DropoutSpec spec = checked_spec(op, options);
+  std::optional<detail::ContiguousInput> cr;
+  if (residual) {
+    detail::check_same_dtype(op, *residual, x);
+    QKV_CHECK(residual->shape() == x.shape(), ShapeError, op, ": residual ", describe(*residual),
+              " and x ", describe(x), " differ in shape");
+    cr.emplace(*residual);
+  }
   const detail::ContiguousInput cx(x);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   mask.numel = x.numel();
   mask.p = options.p;
   mask.keep.resize(size_t(kernels::ref::dropout_keep_bytes(mask.numel)));
   detail::visit_dtype(x.dtype(), [&]<class T>() {
-    if constexpr (std::is_same_v<T, float>)
-      kernels::dropout_forward_keep(cx.data<T>(), y.data<T>(), mask.numel, spec, mask.keep.data());
-    else
-      kernels::ref::dropout_forward_keep(cx.data<T>(), y.data<T>(), mask.numel, spec,
-                                         mask.keep.data());
+    const T* r = cr ? cr->data<T>() : nullptr;
+    if constexpr (std::is_same_v<T, float>) {
+      if (r)
+        kernels::dropout_add_forward_keep(r, cx.data<T>(), y.data<T>(), mask.numel, spec,
+                                          mask.keep.data());
+      else
+        kernels::dropout_forward_keep(cx.data<T>(), y.data<T>(), mask.numel, spec,
+                                      mask.keep.data());
+    } else {
+      if (r)
+        kernels::ref::dropout_add_forward_keep(r, cx.data<T>(), y.data<T>(), mask.numel, spec,
+                                               mask.keep.data());
+      else
+        kernels::ref::dropout_forward_keep(cx.data<T>(), y.data<T>(), mask.numel, spec,
+                                           mask.keep.data());
+    }
   });
   return y;
+}
+}  // namespace
+
+Tensor dropout(const TensorView& x, const DropoutOptions& options, DropoutMask& mask) {
+  return recorded_dropout("dropout", nullptr, x, options, mask);
 }
 
 Tensor dropout_add(const TensorView& residual, const TensorView& x, const DropoutOptions& options,
                    DropoutMask& mask) {
-  const kernels::DropoutSpec spec = checked_spec("dropout_add", options);
-  detail::check_same_dtype("dropout_add", residual, x);
-  QKV_CHECK(residual.shape() == x.shape(), ShapeError, "dropout_add: residual ", describe(residual),
-            " and x ", describe(x), " differ in shape");
-  const detail::ContiguousInput cr(residual), cx(x);
-  Tensor y = Tensor::empty(x.shape(), x.dtype());
-  mask.numel = x.numel();
-  mask.p = options.p;
-  mask.keep.resize(size_t(kernels::ref::dropout_keep_bytes(mask.numel)));
-  detail::visit_dtype(x.dtype(), [&]<class T>() {
-    if constexpr (std::is_same_v<T, float>)
-      kernels::dropout_add_forward_keep(cr.data<T>(), cx.data<T>(), y.data<T>(), mask.numel, spec,
-                                        mask.keep.data());
-    else
-      kernels::ref::dropout_add_forward_keep(cr.data<T>(), cx.data<T>(), y.data<T>(), mask.numel,
-                                             spec, mask.keep.data());
-  });
-  return y;
+  return recorded_dropout("dropout_add", &residual, x, options, mask);
 }
 
 Tensor dropout_backward_recorded(const TensorView& dy, const DropoutMask& mask) {
