@@ -78,7 +78,8 @@ void gemm_portable_with_bias(const GemmSpec& spec, const float* a, const float* 
 // its own, 1.6 % of a Transformer update):
 //   gemm_with_bias_relu  C = relu(alpha · op(A) · op(B) + bias), relu(x) = x > 0 ? x : 0;
 //   gemm_gated           C = gate > 0 ? alpha · op(A) · op(B) : 0, gate [m, n] with rows ldg
-//                        apart (the ReLU's backward, gate = the ReLU's output).
+//                        apart, not overlapping C (read after C's earlier k slices are
+//                        written; the ReLU's backward, gate = the ReLU's output).
 // spec.beta is not read (C is only written). gemm_portable applies them where its
 // micro-kernel writes the last slice of k's results; the OpenBLAS backend runs the
 // product, then ReLU's own kernel. The bits of ref::gemm_with_bias_relu / ref::gemm_gated's
