@@ -17,6 +17,7 @@
 
 #include "kernels/detail/gemm_blocking.h"
 #include "kernels/detail/op_a_sums.h"
+#include "kernels/detail/parallel_rows.h"
 #include "qkv/base/error.h"
 #include "qkv/base/thread_pool.h"
 #include "qkv/kernels/elementwise.h"
@@ -24,6 +25,10 @@
 
 namespace qkv::kernels {
 namespace {
+
+// Elements per chunk of the OpenBLAS backend's passes over C's rows (the bias fill, the
+// ReLU epilogues).
+constexpr int64_t kRowPassGrain = int64_t{1} << 14;
 
 // gemm_batched groups small matrices into chunks of about this many multiply-adds, to
 // amortise the pool hand-off (2^21 ≈ 64·128·256, about 40 µs on one AVX-512 core).
@@ -119,8 +124,7 @@ void gemm_with_bias(const GemmSpec& spec, const float* a, const float* b, const 
   if (gemm_backend() == GemmBackend::Portable) return gemm_portable_with_bias(spec, a, b, bias, c);
   if (spec.m <= 0 || spec.n <= 0) return;
   // The rows filled on the pool, as gemm() splits its products.
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / spec.n);
-  parallel_for(0, spec.m, grain, [&](int64_t r0, int64_t r1) {
+  detail::parallel_rows(spec.m, spec.n, kRowPassGrain, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) std::copy(bias, bias + spec.n, c + r * spec.ldc);
   });
   GemmSpec added = spec;
@@ -136,8 +140,7 @@ void gemm_with_bias_relu(const GemmSpec& spec, const float* a, const float* b, c
     return gemm_portable_with_bias_relu(spec, a, b, bias, c);
   if (spec.m <= 0 || spec.n <= 0) return;
   gemm_with_bias(spec, a, b, bias, c);
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / spec.n);
-  parallel_for(0, spec.m, grain, [&](int64_t r0, int64_t r1) {
+  detail::parallel_rows(spec.m, spec.n, kRowPassGrain, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       float* row = c + r * spec.ldc;
       activation_forward(Activation::Relu, row, row, spec.n);
@@ -152,8 +155,7 @@ void gemm_gated(const GemmSpec& spec, const float* a, const float* b, const floa
   GemmSpec plain = spec;
   plain.beta = 0.0;
   gemm(plain, a, b, c);
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / spec.n);
-  parallel_for(0, spec.m, grain, [&](int64_t r0, int64_t r1) {
+  detail::parallel_rows(spec.m, spec.n, kRowPassGrain, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {  // ReLU's backward with x = y = the gate
       const float* g = gate + r * ldg;
       float* row = c + r * spec.ldc;
