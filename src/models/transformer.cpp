@@ -1,6 +1,8 @@
 // Transformer: embeddings, the layer stacks and the Seq2Seq interface with its cache.
 #include "qkv/models/transformer.h"
 
+#include <mutex>
+
 #include "detail/common.h"
 #include "detail/transformer_layers.h"
 #include "qkv/autograd/functions.h"
@@ -133,13 +135,69 @@ class TransformerLayers {
   nn::LayerNorm encoder_norm_, decoder_norm_;
 };
 
+// The decoder caches of finished states, for the states of later batches. A state's
+// self-attention caches grow to its rows (batch × beam) × its longest output, and each
+// batch's state had made them anew: decoding a file took fresh buffers (tens of MB at
+// beam 4) batch after batch, first touched page by page, until glibc's heap stopped
+// growing (65k page faults in the first pass over 1,000 sentences). A state takes a set
+// an earlier one gave back (KvCache::clear keeps the buffers) and gives its own back when
+// destroyed.
+class CachePool {
+ public:
+  std::vector<LayerCache> take() {
+    const std::lock_guard lock(mutex_);
+    if (spare_.empty()) return {};
+    std::vector<LayerCache> caches = std::move(spare_.back());
+    spare_.pop_back();
+    return caches;
+  }
+
+  int64_t spare() {
+    const std::lock_guard lock(mutex_);
+    return int64_t(spare_.size());
+  }
+
+  // Keeps only the self-attention buffers (the memory's keys and values are per batch).
+  void give(std::vector<LayerCache>&& caches) {
+    for (LayerCache& c : caches) {
+      c.cross_k = c.cross_v = c.gathered_k = c.gathered_v = Tensor();
+      c.gathered_origins.clear();
+      c.self_k.clear();
+      c.self_v.clear();
+    }
+    const std::lock_guard lock(mutex_);
+    if (spare_.size() < kMaxSpare) spare_.push_back(std::move(caches));
+  }
+
+ private:
+  // Sets kept: one. Batches decoded one after another (qkv translate, the benchmarks)
+  // reuse it; concurrent decodes (a server's requests) keep no more idle memory than one
+  // batch's caches, and free the others.
+  static constexpr size_t kMaxSpare = 1;
+  std::mutex mutex_;
+  std::vector<std::vector<LayerCache>> spare_;
+};
+
 }  // namespace detail
 
 namespace {
 
 class TransformerState final : public DecoderState {
  public:
-  std::vector<detail::LayerCache> caches;  // one per decoder layer
+  explicit TransformerState(std::shared_ptr<detail::CachePool> from) : pool(std::move(from)) {
+    caches = pool->take();
+  }
+  ~TransformerState() override {
+    try {
+      pool->give(std::move(caches));
+    } catch (...) {  // out of memory for the pool's list: the caches are freed instead
+    }
+  }
+  TransformerState(const TransformerState&) = delete;
+  TransformerState& operator=(const TransformerState&) = delete;
+
+  std::shared_ptr<detail::CachePool> pool;  // shared: a state may outlive its model
+  std::vector<detail::LayerCache> caches;   // one per decoder layer
   std::vector<int64_t> lengths;
   // The source sentence (row of the caches' cross_k / cross_v) each row attends to.
   std::vector<int64_t> origins;
@@ -200,6 +258,7 @@ Transformer::Transformer(const ModelConfig& config, uint64_t seed, DType dtype)
   QKV_CHECK(config.type == ModelType::Transformer, ConfigError,
             "Transformer: model config type is ", to_string(config.type), ", not transformer");
   layers_ = std::make_unique<detail::TransformerLayers>(store_, config_);
+  cache_pool_ = std::make_shared<detail::CachePool>();
 }
 
 Transformer::~Transformer() = default;
@@ -211,6 +270,10 @@ EncoderOutput Transformer::encode(const Tensor& src, std::span<const int64_t> sr
   return {unpack(layers_->encode(src, rows), rows).value(),
           {src_lengths.begin(), src_lengths.end()},
           {}};
+}
+
+int64_t Transformer::spare_decoder_caches() const {
+  return cache_pool_->spare();
 }
 
 std::unique_ptr<DecoderState> Transformer::initial_state(const EncoderOutput& encoded) {
@@ -225,7 +288,7 @@ std::unique_ptr<DecoderState> Transformer::initial_state(const EncoderOutput& en
               "transformer initial_state: lengths[", b, "] = ", encoded.lengths[b],
               " is outside [1, Ts = ", m.dim(1), "]");
   const autograd::NoGradGuard no_grad;
-  auto state = std::make_unique<TransformerState>();
+  auto state = std::make_unique<TransformerState>(cache_pool_);
   layers_->prepare(autograd::Variable(m), state->caches);
   state->lengths = encoded.lengths;
   state->origins.resize(encoded.lengths.size());

@@ -187,6 +187,56 @@ TEST(TransformerDecoding, ReorderOverThePoolGathersRowsForAnyThreadCount) {
     ASSERT_TRUE(all_close(row(two, r), row(unmoved, moves[size_t(r)]), 1e-6, 0)) << "row " << r;
 }
 
+// Decoder states take the caches that finished states gave back (to skip fresh buffers
+// batch after batch): a state made after others, of another size, with states alive at
+// once, or outliving its model, steps exactly as a fresh model's first state.
+TEST(TransformerDecoding, StatesThatReuseFinishedStatesCachesStepAsFreshOnes) {
+  const Batch first = sample_batch();
+  const Batch second = row_of(first, 1);
+  auto fresh = [&] {
+    const std::unique_ptr<Seq2Seq> model = make_model(tiny_transformer(), 11);
+    model->set_training(false);
+    return step_through(*model, second, false).log_probs;
+  };
+  const std::vector<Tensor> want = fresh();
+
+  std::unique_ptr<Seq2Seq> model = make_model(tiny_transformer(), 11);
+  model->set_training(false);
+  const auto& transformer = dynamic_cast<const Transformer&>(*model);
+  const EncoderOutput enc = model->encode(first.src, first.src_lengths);
+  EXPECT_EQ(transformer.spare_decoder_caches(), 0);
+  {
+    // A beam-sized state grown past the caches' first capacity (32 positions), and a
+    // second one alive beside it. Destroyed in reverse order, a gives its caches back
+    // first: they are the set the passes below reuse (b's are freed).
+    std::unique_ptr<DecoderState> b = model->initial_state(enc);
+    std::unique_ptr<DecoderState> a = model->initial_state(enc);
+    const std::vector<int64_t> beam{0, 0, 1, 1, 2, 2, 2, 1};
+    a->reorder(beam);
+    for (int64_t t = 0; t < 40; ++t) {
+      std::vector<float> ids(beam.size(), float(4 + t % 5));
+      model->step(Tensor::from({int64_t(beam.size())}, ids), *a, false);
+    }
+    model->step(Tensor::from({3}, std::vector<float>{4, 5, 6}), *b, false);
+    EXPECT_EQ(transformer.spare_decoder_caches(), 0);
+  }
+  EXPECT_EQ(transformer.spare_decoder_caches(), 1);  // a's; b's were freed
+  for (int pass = 0; pass < 3; ++pass) {             // reusing the sets given back, again and again
+    const std::vector<Tensor> got = step_through(*model, second, false).log_probs;
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t t = 0; t < got.size(); ++t)
+      ASSERT_TRUE(qkv::testing::bitwise_equal(got[t], want[t])) << "pass " << pass << " t " << t;
+  }
+  // A state that outlives its model gives its caches back safely (the pool is shared).
+  const EncoderOutput enc2 = model->encode(second.src, second.src_lengths);
+  std::unique_ptr<DecoderState> last = model->initial_state(enc2);
+  EXPECT_EQ(transformer.spare_decoder_caches(), 0);  // taken
+  model->step(Tensor::from({1}, std::vector<float>{2}), *last, false);
+  model.reset();
+  EXPECT_EQ(last->steps(), 1);
+  last.reset();
+}
+
 // rnn:none: the decoder reads the source only through its initial state.
 TEST(RnnNone, SourceReachesTheDecoderOnlyThroughTheInitialState) {
   RnnSeq2Seq model(tiny_rnn(AttentionKind::None, CellType::Lstm), 3);

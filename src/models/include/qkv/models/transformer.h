@@ -20,7 +20,8 @@ namespace qkv::models {
 
 namespace detail {
 class TransformerLayers;
-}
+class CachePool;
+}  // namespace detail
 
 class Transformer final : public Seq2Seq {
  public:
@@ -52,6 +53,10 @@ class Transformer final : public Seq2Seq {
   const nn::ParameterStore& parameters() const noexcept override { return store_; }
   const ModelConfig& config() const noexcept override { return config_; }
 
+  // Sets of decoder caches that finished decoder states gave back, kept for the next
+  // initial_state (0 or 1): decoding batch after batch reuses their buffers.
+  int64_t spare_decoder_caches() const;
+
  private:
   // forward_train's decoder output before the output projection, at the real target
   // positions only: hidden [Nt, E], the rows target_rows packs of [B, Tt].
@@ -68,6 +73,8 @@ class Transformer final : public Seq2Seq {
   ModelConfig config_;
   nn::ParameterStore store_;
   std::unique_ptr<detail::TransformerLayers> layers_;
+  // Decoder caches of finished decoder states, reused by later ones (transformer.cpp).
+  std::shared_ptr<detail::CachePool> cache_pool_;
   bool training_ = true;
 };
 
