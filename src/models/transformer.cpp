@@ -2,6 +2,7 @@
 #include "qkv/models/transformer.h"
 
 #include <mutex>
+#include <utility>
 
 #include "detail/common.h"
 #include "detail/transformer_layers.h"
@@ -144,38 +145,30 @@ class TransformerLayers {
 // destroyed.
 class CachePool {
  public:
+  // The set kept, or none (empty).
   std::vector<LayerCache> take() {
     const std::lock_guard lock(mutex_);
-    if (spare_.empty()) return {};
-    std::vector<LayerCache> caches = std::move(spare_.back());
-    spare_.pop_back();
-    return caches;
+    return std::exchange(spare_, {});
   }
 
   int64_t spare() {
     const std::lock_guard lock(mutex_);
-    return int64_t(spare_.size());
+    return spare_.empty() ? 0 : 1;
   }
 
-  // Keeps only the self-attention buffers (the memory's keys and values are per batch).
+  // Kept when no other set is (one set: batches decoded one after another, as qkv
+  // translate and the benchmarks do, reuse it; concurrent decodes, a server's requests,
+  // keep no more idle memory than one batch's caches). The memory's keys and values are
+  // the batch's own: freed here; prepare() resets the rest when the set is taken.
   void give(std::vector<LayerCache>&& caches) {
-    for (LayerCache& c : caches) {
-      c.cross_k = c.cross_v = c.gathered_k = c.gathered_v = Tensor();
-      c.gathered_origins.clear();
-      c.self_k.clear();
-      c.self_v.clear();
-    }
+    for (LayerCache& c : caches) c.cross_k = c.cross_v = c.gathered_k = c.gathered_v = Tensor();
     const std::lock_guard lock(mutex_);
-    if (spare_.size() < kMaxSpare) spare_.push_back(std::move(caches));
+    if (spare_.empty()) spare_ = std::move(caches);
   }
 
  private:
-  // Sets kept: one. Batches decoded one after another (qkv translate, the benchmarks)
-  // reuse it; concurrent decodes (a server's requests) keep no more idle memory than one
-  // batch's caches, and free the others.
-  static constexpr size_t kMaxSpare = 1;
   std::mutex mutex_;
-  std::vector<std::vector<LayerCache>> spare_;
+  std::vector<LayerCache> spare_;  // one per decoder layer, or empty: none kept
 };
 
 }  // namespace detail
@@ -190,7 +183,7 @@ class TransformerState final : public DecoderState {
   ~TransformerState() override {
     try {
       pool->give(std::move(caches));
-    } catch (...) {  // out of memory for the pool's list: the caches are freed instead
+    } catch (...) {  // the pool's lock failed: the caches are freed instead
     }
   }
   TransformerState(const TransformerState&) = delete;
