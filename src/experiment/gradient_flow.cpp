@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "csv_field.h"
 #include "qkv/autograd/functions.h"
 #include "qkv/base/error.h"
 #include "qkv/base/format.h"
@@ -14,6 +15,7 @@ namespace qkv::experiment {
 namespace {
 
 using autograd::Variable;
+using detail::csv_field;
 
 // Evaluation mode for the measurement, the caller's mode afterwards (also on error).
 class EvalMode {
@@ -73,13 +75,6 @@ void add_bridge_grads(Tensor& g, const models::EncoderTaps& taps,
 
 std::string number(double v) {
   return format_significant(v, 9);
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (const char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
 }
 
 }  // namespace

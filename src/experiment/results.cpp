@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "csv_field.h"
 #include "qkv/base/error.h"
 #include "qkv/base/format.h"
 #include "qkv/experiment/finding.h"
@@ -12,6 +13,8 @@
 
 namespace qkv::experiment {
 namespace {
+
+using detail::csv_field;
 
 namespace fs = std::filesystem;
 
@@ -47,13 +50,6 @@ std::string human_duration(double seconds) {
   if (h > 0 || m > 0) out += (h > 0 && m < 10 ? "0" : "") + std::to_string(m) + "m";
   out += (total >= 60 && s < 10 ? "0" : "") + std::to_string(s) + "s";
   return out;
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (const char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
 }
 
 std::string optional_exact(const std::optional<double>& v) {

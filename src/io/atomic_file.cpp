@@ -18,6 +18,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "detail/errno_text.h"
 #include "detail/syscalls.h"
 #include "qkv/base/error.h"
 
@@ -29,10 +30,6 @@ namespace fs = std::filesystem;
 // Gathering small writes into 1 MiB keeps the syscall count low for many small tensors
 // while large tensors bypass the copy.
 constexpr std::size_t kBufferBytes = std::size_t{1} << 20;
-
-std::string reason(int err) {
-  return std::error_code(err, std::generic_category()).message();
-}
 
 fs::path directory_of(const fs::path& path) {
   const fs::path dir = path.parent_path();
@@ -71,7 +68,7 @@ class AtomicFile {
       const int err = errno;
       QKV_THROW(IoError, "cannot write '", target_.string(), "': cannot create temporary file '",
                 temp_.string(), "' in directory '", directory_of(target_).string(),
-                "': ", reason(err),
+                "': ", detail::errno_text(err),
                 " (does the directory exist and is it writable?); the previous file (if any) is "
                 "unchanged");
     }
@@ -112,14 +109,14 @@ class AtomicFile {
     const fs::path dir = directory_of(target_);
     if (const int err = sync_directory(dir); err != 0)
       QKV_THROW(IoError, "wrote '", target_.string(), "', but fsync of its directory '",
-                dir.string(), "' failed: ", reason(err),
+                dir.string(), "' failed: ", detail::errno_text(err),
                 "; the new file is in place but may not survive a power loss");
   }
 
  private:
   [[noreturn]] void fail(const char* step, int err) const {
     QKV_THROW(IoError, "cannot write '", target_.string(), "': ", step, " temporary file '",
-              temp_.string(), "' failed: ", reason(err), " (", written_,
+              temp_.string(), "' failed: ", detail::errno_text(err), " (", written_,
               " bytes written); the previous file (if any) is unchanged");
   }
 

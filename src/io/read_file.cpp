@@ -6,34 +6,26 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <system_error>
 
+#include "detail/errno_text.h"
 #include "detail/readable_file.h"
 #include "qkv/base/error.h"
 #include "qkv/io/atomic_file.h"
 
 namespace qkv::io {
-namespace {
-
-std::string reason(int err) {
-  return std::error_code(err, std::generic_category()).message();
-}
-
-}  // namespace
-
 namespace detail {
 
 ReadableFile::ReadableFile(const std::filesystem::path& path) : path_(path) {
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) {
     const int err = errno;
-    QKV_THROW(IoError, "cannot open '", path.string(), "' for reading: ", reason(err));
+    QKV_THROW(IoError, "cannot open '", path.string(), "' for reading: ", errno_text(err));
   }
   struct stat st {};
   if (::fstat(fd_, &st) != 0) {
     const int err = errno;
     ::close(fd_);
-    QKV_THROW(IoError, "cannot stat '", path.string(), "': ", reason(err));
+    QKV_THROW(IoError, "cannot stat '", path.string(), "': ", errno_text(err));
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd_);
@@ -55,7 +47,7 @@ std::size_t ReadableFile::read_some(std::uint64_t offset, std::byte* dst, std::s
     if (n < 0) {
       const int err = errno;
       QKV_THROW(IoError, "reading '", path_.string(), "' at byte ", offset + done,
-                " failed: ", reason(err));
+                " failed: ", errno_text(err));
     }
     if (n == 0) break;  // end of file
     done += std::size_t(n);

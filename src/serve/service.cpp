@@ -14,12 +14,10 @@
 #include "qkv/serve/metrics.h"
 
 namespace qkv::serve {
-namespace {
-
-using nlohmann::json;
-using Clock = std::chrono::steady_clock;
+namespace detail {
 
 // One request waiting in the queue: a translation or a scoring, answered through `answer`.
+// In a named namespace because Service::State (external linkage) holds a queue of them.
 struct Job {
   std::string key;  // model and every option that changes the search: equal keys batch
   int64_t size = 0;
@@ -29,6 +27,14 @@ struct Job {
   std::optional<ScoreRequest> score;
   std::promise<Reply> answer;
 };
+
+}  // namespace detail
+
+namespace {
+
+using detail::Job;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
 
 Reply json_reply(int status, std::string body) {
   return Reply{status, std::move(body)};

@@ -20,8 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int64_t kMaxLineBytes = int64_t{1} << 20;
-
 // "last" / "all" / N for --layer, "avg" / "all" / N for --head: refused at parsing.
 cli::Validator view_validator(std::string_view named) {
   return [named = std::string(named)](const std::string& value, const std::string& where) {

@@ -18,8 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int64_t kMaxLineBytes = int64_t{1} << 20;
-
 cli::OptionSet eval_options() {
   cli::OptionSet o;
   o.add_list("ref", {},

@@ -15,8 +15,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int64_t kMaxLineBytes = int64_t{1} << 20;
-
 cli::OptionSet score_options() {
   cli::OptionSet o;
   cli::add_model_option(o);
@@ -86,9 +84,6 @@ void score_all(Source& source, const decode::Translator& tr, const cli::ParsedOp
   cli::Progress progress("qkv score", "pair", cli::progress_interval(p), total_bytes, std::cerr);
   int64_t scored = 0, consumed = 0;
   const auto chunk = size_t(p.get<int64_t>("mini-batch")) * 10;
-  // Also capped in bytes (pairs of up to 1 MiB a side), so a large input is never held
-  // whole.
-  constexpr size_t kMaxChunkBytes = size_t{64} << 20;
   std::vector<data::LinePair> pairs, held;
   // Only what is there: a slow writer gets each score before it sends the next pair.
   while (const size_t bytes = data::read_available(source, pairs, chunk, kMaxChunkBytes)) {

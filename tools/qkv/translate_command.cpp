@@ -17,12 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int64_t kMaxLineBytes = int64_t{1} << 20;
-// The read-ahead (--mini-batch × --maxi-batch lines, up to 10^9 of up to 1 MiB each) is
-// also capped in bytes, so a large input is never held whole. Each sentence decodes the
-// same in any batch (beam_search's contract): the cap changes no output.
-constexpr size_t kMaxChunkBytes = size_t{64} << 20;
-
 cli::OptionSet translate_options() {
   cli::OptionSet o;
   cli::add_model_option(o);
