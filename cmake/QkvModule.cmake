@@ -1,8 +1,9 @@
-# qkv_module(NAME SOURCES ... [DEPS ...] [PRIVATE_DEPS ...])
+# qkv_module(NAME SOURCES ... [DEPS ...] [PRIVATE_DEPS ...] [FILE_BY_FILE])
 # Declares the library qkv_<NAME> for src/<NAME>: public headers under
-# src/<NAME>/include/qkv/<NAME>/, linked only to the modules below it.
+# src/<NAME>/include/qkv/<NAME>/, linked only to the modules below it. FILE_BY_FILE keeps
+# it out of QKV_UNITY_BUILD's batches (the Highway kernels).
 function(qkv_module name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "FILE_BY_FILE" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
   set(target qkv_${name})
   add_library(${target} STATIC ${ARG_SOURCES})
   add_library(qkv::${name} ALIAS ${target})
@@ -13,6 +14,9 @@ function(qkv_module name)
   target_compile_features(${target} PUBLIC cxx_std_20)
   qkv_warnings(${target})
   set_target_properties(${target} PROPERTIES EXPORT_NAME ${name})
+  if(NOT ARG_FILE_BY_FILE)
+    qkv_unity_build(${target})
+  endif()
   install(TARGETS ${target} EXPORT qkvTargets
           ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
   install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
@@ -36,6 +40,13 @@ function(qkv_warnings target)
     if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_FLAGS MATCHES "-fsanitize=[^ ]*address")
       target_compile_options(${target} PRIVATE -Wno-error=maybe-uninitialized)
     endif()
+  endif()
+endfunction()
+
+# With QKV_UNITY_BUILD, compiles `target` in batches of sources (see the option).
+function(qkv_unity_build target)
+  if(QKV_UNITY_BUILD)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
   endif()
 endfunction()
 
