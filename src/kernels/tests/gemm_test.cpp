@@ -432,6 +432,27 @@ TEST(GemmPortable, BiasHasTheBitsOfTheRowsFilledThenAdded) {
   detail::deny_gemm_portable_buffers_for_testing(false);
 }
 
+// The reference twins' results for the ReLU-epilogue checks: target-independent, so
+// computed once per (spec, seed) and shared by every target, thread count and the
+// fallback (under the sanitizers the scalar twins were most of those tests' time).
+struct ReluTwins {
+  std::vector<float> bias_relu, gated;
+};
+
+const ReluTwins& relu_twins(const GemmSpec& s, uint32_t seed, const std::vector<float>& a,
+                            const std::vector<float>& b, const std::vector<float>& bias,
+                            const std::vector<float>& gate, int64_t ldg) {
+  static std::map<std::string, ReluTwins> cache;
+  const std::string key = describe(s) + " seed=" + std::to_string(seed);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  ReluTwins t{std::vector<float>(size_t(s.m * s.ldc), nan),
+              std::vector<float>(size_t(s.m * s.ldc), nan)};
+  ref::gemm_with_bias_relu(s, a.data(), b.data(), bias.data(), t.bias_relu.data());
+  ref::gemm_gated(s, a.data(), b.data(), gate.data(), ldg, t.gated.data());
+  return cache.emplace(key, std::move(t)).first->second;
+}
+
 // The ReLU epilogues (gemm_with_bias_relu, gemm_gated): the bits of the product as
 // gemm_with_bias / gemm, then the ReLU kernels (activation_forward, activation_backward
 // with the gate as x), over the bias test's shapes (every way gemm_portable cuts the
@@ -449,6 +470,7 @@ void check_relu_epilogues(BiasFn with_bias_relu, BiasFn with_bias, GatedFn gated
   std::vector<float> gate = random_floats(s.m * ldg, seed + 3);
   for (size_t i = 0; i < gate.size(); i += 7) gate[i] = i % 2 ? 0.0f : -0.0f;
   const float nan = std::numeric_limits<float>::quiet_NaN();
+  const ReluTwins& twins = relu_twins(s, seed, a, b, bias, gate, ldg);
   auto expect_bits = [&](const std::vector<float>& got, const std::vector<float>& want) {
     for (int64_t i = 0; i < s.m; ++i)
       for (int64_t j = 0; j < s.n; ++j) {
@@ -471,9 +493,7 @@ void check_relu_epilogues(BiasFn with_bias_relu, BiasFn with_bias, GatedFn gated
     for (int64_t i = 0; i < s.m; ++i)
       activation_forward(Activation::Relu, want.data() + i * s.ldc, want.data() + i * s.ldc, s.n);
     expect_bits(got, want);
-    std::vector<float> twin(got.size(), nan);
-    ref::gemm_with_bias_relu(s, a.data(), b.data(), bias.data(), twin.data());
-    expect_near(got, twin);
+    expect_near(got, twins.bias_relu);
   }
   {  // C = gate > 0 ? alpha·AB : 0
     std::vector<float> got(size_t(s.m * s.ldc), nan), want(got.size(), nan);
@@ -487,9 +507,7 @@ void check_relu_epilogues(BiasFn with_bias_relu, BiasFn with_bias, GatedFn gated
       activation_backward(Activation::Relu, g, g, row, row, s.n);
     }
     expect_bits(got, want);
-    std::vector<float> twin(got.size(), nan);
-    ref::gemm_gated(s, a.data(), b.data(), gate.data(), ldg, twin.data());
-    expect_near(got, twin);
+    expect_near(got, twins.gated);
   }
 }
 
