@@ -87,21 +87,28 @@ HWY_NOINLINE void Block(const detail::TileProduct& p, const float* HWY_RESTRICT 
   pf.lines -= pf_lines;
   const float* pf_row = pf.row;  // locals: the loop keeps them in registers
   int64_t pf_line = pf.line;
-  for (int64_t t = 0; t < p.k; ++t) {
+  // A's rows in groups of three from one pointer each: row 3g + i at group[g] + i·ars,
+  // an x86 address mode (base + index·4 or ·8) instead of a chain of R − 1 dependent adds
+  // per k step when A's rows are strided (ars > 1).
+  constexpr int kGroups = (R + 2) / 3;
+  const int64_t ars = p.ars, ats = p.ats, ldb = p.ldb, k = p.k;
+  const float* group[kGroups];
+#pragma GCC unroll 8
+  for (int g = 0; g < kGroups; ++g) group[g] = a + 3 * g * ars;
+  for (int64_t t = 0; t < k; ++t) {
     if (t < pf_lines) {
       hwy::Prefetch(pf_row + pf_line * kLineFloats);
       if (++pf_line == pf.lines_per_row) pf_line = 0, pf_row += pf.ld;
     }
-    const float* bt = b + t * p.ldb;
+    const float* bt = b + t * ldb;
     VF bv[NV];
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v)
       bv[v] = (kPartial && v == NV - 1) ? hn::MaskedLoad(last, d, bt + v * lanes)
                                         : hn::LoadU(d, bt + v * lanes);
-    const float* at = a + t * p.ats;
 #pragma GCC unroll 24
     for (int r = 0; r < R; ++r) {
-      const VF ar = hn::Set(d, at[r * p.ars]);
+      const VF ar = hn::Set(d, group[r / 3][t * ats + (r % 3) * ars]);
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[r][v] = hn::MulAdd(ar, bv[v], acc[r][v]);
     }
