@@ -318,6 +318,15 @@ void ForwardTile(const FlashAttentionSpec& s, const float* q, const float* k, co
     const SlotSpan next = NextSlot(slots, slot, j0, kend, nrp);  // fetched while multiplying
     pv.prefetch = next.at;
     pv.prefetch_floats = next.floats;
+    if (j0 + kBc >= kend && q0 + nr < flash_queries(s, h)) {
+      // The last product fetches the next query tile's rows of Q instead: their
+      // transposition into Qᵀ otherwise stalls on them (half of this function's share, a
+      // tenth of the forward at B=8 T=256, where a query tile has four key tiles).
+      pv.prefetch = flash_row(s, q, FlashOperand::Q, h, q0 + nr);
+      pv.prefetch_floats = s.dh;
+      pv.prefetch_rows = std::min(kBr, flash_queries(s, h) - q0 - nr);
+      pv.prefetch_ld = flash_ldq(s);
+    }
     FlashProduct(pv);
   }
   if (slots) KeepFactorsT(slots, slot, factors, kend, nrp, lanes);
